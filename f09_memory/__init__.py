@@ -1,0 +1,81 @@
+"""f09_memory: a deterministic, rate-aware, multi-layer memory engine for agents.
+
+A short tour:
+
+>>> from f09_memory import MemoryEngine, MemoryConfig, RetrievalRequest, bundle_hash
+>>> engine = MemoryEngine(MemoryConfig(), seed=0)
+>>> _ = engine.ingest("npc-1", "Saw the smith at the well.", importance=0.4, now=1_000)
+>>> _ = engine.ingest("npc-1", "The smith owes me 3 gold!", importance=0.9, tags=["debt"],
+...                   now=1_500)
+>>> bundle = engine.retrieve(
+...     RetrievalRequest(agent_id="npc-1", purpose="dialog", max_tokens=400), now=2_000)
+>>> [r.content for r in bundle.records]
+['The smith owes me 3 gold!', 'Saw the smith at the well.']
+>>> bundle.total_tokens, bundle.truncated
+(14, False)
+>>> engine.set_pressure("throttle")
+>>> engine.retrieve(RetrievalRequest(agent_id="npc-1", purpose="dialog", max_tokens=400),
+...                 now=2_000).diagnostics.compression_applied
+True
+>>> len(bundle_hash(bundle)), len(engine.state_hash())
+(64, 64)
+"""
+
+from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
+from f09_memory.config import MemoryConfig, PressureProfile, RetentionPolicy, ScoreWeights
+from f09_memory.determinism.hashing import bundle_hash
+from f09_memory.engine import MemoryEngine, TickReport
+from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.protocols import (
+    EmbeddingProvider,
+    LLMClient,
+    PressureSource,
+    TokenCounter,
+    VectorIndex,
+)
+from f09_memory.schema import (
+    MemoryLayer,
+    MemoryRecord,
+    PressureState,
+    Purpose,
+    RecordMetadata,
+    RetrievalDiagnostics,
+    RetrievalRequest,
+    RetrievedBundle,
+    Strategy,
+    SummarizationTask,
+    TaskStatus,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EVENT_NAMES",
+    "EmbeddingProvider",
+    "EngineBus",
+    "ErrorCode",
+    "EventLog",
+    "LLMClient",
+    "MemoryConfig",
+    "MemoryEngine",
+    "MemoryEngineError",
+    "MemoryLayer",
+    "MemoryRecord",
+    "PressureProfile",
+    "PressureSource",
+    "PressureState",
+    "Purpose",
+    "RecordMetadata",
+    "RetentionPolicy",
+    "RetrievalDiagnostics",
+    "RetrievalRequest",
+    "RetrievedBundle",
+    "ScoreWeights",
+    "Strategy",
+    "SummarizationTask",
+    "TaskStatus",
+    "TickReport",
+    "TokenCounter",
+    "VectorIndex",
+    "bundle_hash",
+]

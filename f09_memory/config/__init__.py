@@ -1,0 +1,27 @@
+"""Config (index 2): MemoryConfig, its scoring and pressure tables, and ``MEMORY_*`` env reading.
+
+Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings), ``tables``
+(ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
+variable map).
+"""
+
+from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy
+from f09_memory.config.env import ENV_FIELDS, MemoryEnv
+from f09_memory.config.tables import (
+    PressureProfile,
+    ScoreWeights,
+    ScoringTables,
+    SummarizationMode,
+)
+
+__all__ = [
+    "ENV_FIELDS",
+    "ImportanceSettings",
+    "MemoryConfig",
+    "MemoryEnv",
+    "PressureProfile",
+    "RetentionPolicy",
+    "ScoreWeights",
+    "ScoringTables",
+    "SummarizationMode",
+]

@@ -1,0 +1,151 @@
+"""MemoryConfig: every tunable of the engine, validated on construction (spec sections 6, 21)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, StrictInt, model_validator
+
+from f09_memory.config.tables import ScoringTables
+from f09_memory.errors import ErrorCode
+from f09_memory.redaction.patterns import compile_patterns
+from f09_memory.schema.base import BoundaryModel
+
+__all__ = ["ImportanceSettings", "MemoryConfig", "RetentionPolicy"]
+
+PosInt = Annotated[StrictInt, Field(ge=1)]
+
+
+class _ConfigModel(BoundaryModel):
+    _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_CONFIG_INVALID
+
+
+class RetentionPolicy(_ConfigModel):
+    """Per-layer live-record caps (spec ``retentionPolicy``); ``None`` means uncapped."""
+
+    semantic_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 400
+    social_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 300
+    procedural_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 250
+
+
+_EMOTION_LEXICON = (
+    "afraid", "angry", "attack", "attacked", "betray", "betrayed", "blood", "cried", "danger",
+    "dead", "death", "died", "fear", "fight", "fire", "furious", "grief", "happy", "hate",
+    "hurt", "kill", "killed", "love", "murder", "panic", "rage", "robbed", "scared", "screamed",
+    "stole", "terrified", "thank", "threat", "threatened", "wounded",
+)
+
+
+class ImportanceSettings(_ConfigModel):
+    """The heuristic importance model used when a caller gives no importance (index 4).
+
+    importance = clamp01(base + emotion_weight*emotion + novelty_weight*novelty
+    + flag_weight*flagged), where emotion is the share of lexicon hits (saturating at
+    ``emotion_saturation`` hits, exclamation marks count as half a hit) and novelty the share
+    of the text's words the agent has not seen among its last ``novelty_vocab_max`` words.
+    """
+
+    base: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    emotion_weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.4
+    novelty_weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25
+    flag_weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.15
+    emotion_saturation: Annotated[float, Field(gt=0.0, le=100.0)] = 2.0
+    emotion_lexicon: tuple[str, ...] = _EMOTION_LEXICON
+    novelty_vocab_max: Annotated[StrictInt, Field(ge=16, le=1_000_000)] = 4096
+    novelty_min_word_len: Annotated[StrictInt, Field(ge=1, le=32)] = 4
+
+
+class MemoryConfig(_ConfigModel):
+    """All engine settings. Field names are snake_case; JSON uses the spec's camelCase.
+
+    Spec fields (section 6, defaults of section 21): ``episodic_window`` (ms),
+    ``episodic_max``, ``summarization_batch_size``, ``summarization_min_interval_ms``,
+    ``decay_half_life_ms``, ``importance_boost``, ``throttle_compression_ratio``,
+    ``embedding_dim``, ``max_context_tokens``, ``redact_patterns``, ``retention_policy``.
+    The rest are this engine's additions, each documented on its field.
+
+    Raises:
+        ConfigInvalidError: A value is out of range (the message names field and range).
+        RedactionPatternInvalidError: A custom redaction pattern is invalid.
+    """
+
+    episodic_window: Annotated[StrictInt, Field(ge=0)] = 900_000
+    episodic_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 1200
+    summarization_batch_size: Annotated[StrictInt, Field(ge=2, le=10_000)] = 25
+    summarization_min_interval_ms: Annotated[StrictInt, Field(ge=0)] = 60_000
+    decay_half_life_ms: Annotated[StrictInt, Field(ge=1)] = 3_600_000
+    importance_boost: Annotated[float, Field(ge=1.0, le=100.0)] = 2.5
+    throttle_compression_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = 0.55
+    embedding_dim: Annotated[StrictInt, Field(ge=2, le=8192)] = 384
+    max_context_tokens: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 1800
+    redact_patterns: tuple[str, ...] = ("EMAIL", "UUID", "NUMSEQ16")
+    retention_policy: RetentionPolicy = Field(default_factory=RetentionPolicy)
+
+    # --- additions -------------------------------------------------------------------------
+    redaction_mode: bool = True
+    """ON (True): content, tags and string attributes are redacted at ingest."""
+    redaction_salt: str = ""
+    """Mixed into placeholder hashes so they cannot be reversed by a dictionary of values."""
+    chars_per_token: Annotated[float, Field(gt=0.5, le=32.0)] = 4.0
+    """The default token estimator: ceil(len(text) / chars_per_token)."""
+    score_quantum: Annotated[StrictInt, Field(ge=1_000, le=1_000_000_000_000)] = 1_000_000_000
+    """Scores are rounded to integers of 1/score_quantum before ordering and hashing."""
+    max_records_per_agent: PosInt = 1_000_000
+    """Hard ceiling of live records per agent: an ingest beyond it raises
+    MEMORY_CAPACITY_EXCEEDED."""
+    work_units_per_ms: PosInt = 200_000
+    """Records of maintenance work that ``tick`` counts as one millisecond of budget; slicing
+    by counted work (not the wall clock) keeps ticks deterministic on any machine."""
+    bus_handler_errors: Literal["isolate", "propagate"] = "isolate"
+    """What a raising event handler does: ``isolate`` logs and records it and dispatch goes
+    on; ``propagate`` re-raises it after the state change and all other handlers are done."""
+    importance: ImportanceSettings = Field(default_factory=ImportanceSettings)
+    scoring: ScoringTables = Field(default_factory=ScoringTables)
+
+    # embedding and vector index (index 6, 7)
+    embedding_batch_size: Annotated[StrictInt, Field(ge=1, le=100_000)] = 64
+    exact_index_max: Annotated[StrictInt, Field(ge=1)] = 20_000
+    """Agents with more embedded records than this use the HNSW index instead of exact scan."""
+    hnsw_m: Annotated[StrictInt, Field(ge=2, le=256)] = 16
+    hnsw_ef_construction: Annotated[StrictInt, Field(ge=8, le=4096)] = 200
+    hnsw_ef: Annotated[StrictInt, Field(ge=8, le=4096)] = 64
+    semantic_preselect_threshold: Annotated[StrictInt, Field(ge=1)] = 5_000
+    """Agents with more candidates than this are preselected (top-K by similarity, importance,
+    recency) before exact hybrid scoring; below it every candidate is scored."""
+    semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 256
+
+    @model_validator(mode="after")
+    def _check_patterns(self) -> MemoryConfig:
+        compile_patterns(self.redact_patterns)  # raises MEMORY_REDACTION_PATTERN_INVALID
+        return self
+
+    def replace(self, **changes: Any) -> MemoryConfig:
+        """Return a validated copy with ``changes`` applied (snake_case or camelCase keys).
+
+        Raises:
+            ConfigInvalidError: A changed value is out of range.
+        """
+        data = self.model_dump(by_alias=False)
+        data.update(changes)
+        return MemoryConfig.parse(data)
+
+    @classmethod
+    def from_env(
+        cls, environ: dict[str, str] | None = None, *, env_file: str | None = None
+    ) -> MemoryConfig:
+        """Build a config from the ``MEMORY_*`` variables of spec section 21.
+
+        Args:
+            environ: Variables to read instead of ``os.environ`` (tests, embedding hosts).
+            env_file: Optional dotenv file read as well (``os.environ`` wins over it).
+
+        Returns:
+            The validated config; unset variables keep their defaults.
+
+        Raises:
+            ConfigInvalidError: A variable is not a number, or out of range (names the
+                variable and the accepted range).
+        """
+        from f09_memory.config.env import read_env
+
+        return cls.parse(read_env(environ, env_file=env_file))

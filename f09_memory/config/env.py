@@ -1,0 +1,108 @@
+"""Reading ``MEMORY_*`` environment variables (spec section 21) with pydantic-settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from f09_memory.errors import ConfigInvalidError
+
+__all__ = ["ENV_FIELDS", "MemoryEnv", "read_env"]
+
+ENV_FIELDS: dict[str, tuple[str, ...]] = {
+    "MEMORY_EPISODIC_MAX": ("episodic_max",),
+    "MEMORY_EPISODIC_WINDOW_MS": ("episodic_window",),
+    "MEMORY_SUMMARIZATION_MIN_INTERVAL_MS": ("summarization_min_interval_ms",),
+    "MEMORY_SUMMARIZATION_BATCH": ("summarization_batch_size",),
+    "MEMORY_DECAY_HALFLIFE_MS": ("decay_half_life_ms",),
+    "MEMORY_IMPORTANCE_BOOST": ("importance_boost",),
+    "MEMORY_THROTTLE_COMPRESSION_RATIO": ("throttle_compression_ratio",),
+    "MEMORY_EMBEDDING_DIM": ("embedding_dim",),
+    "MEMORY_MAX_CONTEXT_TOKENS": ("max_context_tokens",),
+    "MEMORY_REDACT_PATTERNS": ("redact_patterns",),
+    "MEMORY_REDACTION_MODE": ("redaction_mode",),
+    "MEMORY_RETENTION_SEMANTIC_MAX": ("retention_policy", "semantic_max"),
+    "MEMORY_RETENTION_SOCIAL_MAX": ("retention_policy", "social_max"),
+    "MEMORY_RETENTION_PROCEDURAL_MAX": ("retention_policy", "procedural_max"),
+}
+"""Each variable and the config field path it sets."""
+
+_INT_FIELDS = {
+    "episodic_max", "episodic_window", "summarization_min_interval_ms",
+    "summarization_batch_size", "decay_half_life_ms", "embedding_dim", "max_context_tokens",
+    "semantic_max", "social_max", "procedural_max",
+}
+_FLOAT_FIELDS = {"importance_boost", "throttle_compression_ratio"}
+
+
+class MemoryEnv(BaseSettings):
+    """The raw ``MEMORY_*`` strings; conversion and range checks happen in MemoryConfig."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMORY_", case_sensitive=True, extra="ignore")
+
+    EPISODIC_MAX: str | None = None
+    EPISODIC_WINDOW_MS: str | None = None
+    SUMMARIZATION_MIN_INTERVAL_MS: str | None = None
+    SUMMARIZATION_BATCH: str | None = None
+    DECAY_HALFLIFE_MS: str | None = None
+    IMPORTANCE_BOOST: str | None = None
+    THROTTLE_COMPRESSION_RATIO: str | None = None
+    EMBEDDING_DIM: str | None = None
+    MAX_CONTEXT_TOKENS: str | None = None
+    REDACT_PATTERNS: str | None = None
+    REDACTION_MODE: str | None = None
+    RETENTION_SEMANTIC_MAX: str | None = None
+    RETENTION_SOCIAL_MAX: str | None = None
+    RETENTION_PROCEDURAL_MAX: str | None = None
+
+
+def _convert(var: str, field: str, raw: str) -> Any:
+    text = raw.strip()
+    try:
+        if field in _INT_FIELDS:
+            return int(text)
+        if field in _FLOAT_FIELDS:
+            return float(text)
+    except ValueError:
+        kind = "an integer" if field in _INT_FIELDS else "a number"
+        raise ConfigInvalidError(
+            f"{var}={raw!r} is not {kind}; set it to {kind} or unset it",
+            details={"variable": var, "field": field, "value": raw},
+        ) from None
+    if field == "redact_patterns":
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    if field == "redaction_mode":
+        flag = text.upper()
+        if flag in {"ON", "TRUE", "1", "YES"}:
+            return True
+        if flag in {"OFF", "FALSE", "0", "NO"}:
+            return False
+        raise ConfigInvalidError(
+            f"{var}={raw!r} must be ON or OFF",
+            details={"variable": var, "field": field, "value": raw, "accepted": ["ON", "OFF"]},
+        )
+    return text
+
+
+def read_env(environ: dict[str, str] | None, *, env_file: str | None = None) -> dict[str, Any]:
+    """Collect config overrides from the environment (or ``environ``) as a nested mapping.
+
+    Raises:
+        ConfigInvalidError: A variable cannot be converted to its field's type.
+    """
+    if environ is not None:
+        raw = {k.removeprefix("MEMORY_"): v for k, v in environ.items() if k.startswith("MEMORY_")}
+        values = MemoryEnv.model_validate(raw).model_dump()
+    else:
+        values = MemoryEnv(_env_file=env_file).model_dump()  # type: ignore[call-arg]
+    out: dict[str, Any] = {}
+    for var, path in ENV_FIELDS.items():
+        raw_value = values.get(var.removeprefix("MEMORY_"))
+        if raw_value is None:
+            continue
+        target = out
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target[path[-1]] = _convert(var, path[-1], raw_value)
+    return out

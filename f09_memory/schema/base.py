@@ -1,0 +1,108 @@
+"""The boundary model base: camelCase aliases, strict validation, taxonomy errors."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from f09_memory.errors import ErrorCode, MemoryEngineError, error_for
+
+__all__ = ["BoundaryModel", "trusted", "validation_error"]
+
+_M = TypeVar("_M", bound=BaseModel)
+_setattr = object.__setattr__
+
+
+def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
+    """Build ``cls`` from already-valid values without validation (the hot-path constructor).
+
+    ``values`` must name every field of ``cls`` with a value of the right type; the engine
+    uses this only for data it has validated itself (a test checks the result equals the
+    validated model). About 4x cheaper than ``model_construct``.
+    """
+    obj = cls.__new__(cls)
+    _setattr(obj, "__dict__", values)
+    _setattr(obj, "__pydantic_fields_set__", set(values))
+    _setattr(obj, "__pydantic_extra__", None)
+    _setattr(obj, "__pydantic_private__", None)
+    return obj
+
+
+def validation_error(
+    exc: ValidationError, model: str, code: ErrorCode = ErrorCode.MEMORY_INPUT_INVALID
+) -> MemoryEngineError:
+    """Translate a pydantic ``ValidationError`` into a taxonomy error naming each bad field.
+
+    Args:
+        exc: The pydantic error.
+        model: The model's name, for the message.
+        code: The taxonomy code to raise.
+
+    Returns:
+        The error to raise (``raise validation_error(exc, ...) from exc``).
+    """
+    problems = [
+        {"field": ".".join(str(p) for p in err["loc"]) or model, "problem": err["msg"]}
+        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+    text = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+    return error_for(code, f"invalid {model}: {text}", {"model": model, "errors": problems})
+
+
+class BoundaryModel(BaseModel):
+    """Base of every public model.
+
+    Fields are snake_case in Python and camelCase in JSON (``model_dump(by_alias=True)``);
+    both spellings are accepted on input. Construction errors are raised as
+    :class:`~f09_memory.errors.MemoryEngineError` (``MEMORY_INPUT_INVALID`` unless a field
+    maps to a more specific code through ``_field_codes``), never as a bare pydantic error.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_enum_values=False,
+        validate_default=False,
+    )
+    _field_codes: ClassVar[dict[str, ErrorCode]] = {}
+    _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_INPUT_INVALID
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._translate(exc) from exc
+
+    @classmethod
+    def _translate(cls, exc: ValidationError) -> MemoryEngineError:
+        for err in exc.errors(include_url=False):
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, MemoryEngineError):  # raised by a nested model or validator
+                return cause
+        for err in exc.errors(include_url=False):
+            loc = err["loc"]
+            if loc and str(loc[0]) in cls._field_codes:
+                return validation_error(exc, cls.__name__, cls._field_codes[str(loc[0])])
+        return validation_error(exc, cls.__name__, cls._default_code)
+
+    @classmethod
+    def parse(cls, data: Any) -> Self:
+        """Validate ``data`` (a mapping in either spelling, or an instance) into this model.
+
+        Raises:
+            MemoryEngineError: ``MEMORY_INPUT_INVALID`` (or the field's code) on bad input.
+        """
+        if isinstance(data, cls):
+            return data
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise cls._translate(exc) from exc
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the spec-shaped JSON form (camelCase keys, ``None`` fields omitted)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
