@@ -1,0 +1,136 @@
+"""``f09-memory``: the command line.
+
+``f09-memory simulate --agents N --ticks T --seed S`` runs the seeded village scenario on the
+in-memory engine with a progress bar and prints a summary: records by layer, retrievals,
+retrieval latency p50/p95, events emitted, and the final state hash. The same arguments give
+the same hashes in every run and every process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from f09_memory.config.config import MemoryConfig
+from f09_memory.determinism.scenario import VillageResult, run_village
+from f09_memory.engine import MemoryEngine
+from f09_memory.errors import MemoryEngineError
+from f09_memory.schema.enums import MemoryLayer
+
+__all__ = ["build_parser", "main"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``f09-memory``."""
+    parser = argparse.ArgumentParser(prog="f09-memory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="run the seeded village scenario")
+    sim.add_argument("--agents", type=_positive, default=50, help="number of agents (50)")
+    sim.add_argument("--ticks", type=_positive, default=200, help="number of ticks (200)")
+    sim.add_argument("--seed", type=int, default=42, help="scenario and engine seed (42)")
+    sim.add_argument("--tick-ms", type=_positive, default=1_000,
+                     help="logical milliseconds per tick (1000)")
+    sim.add_argument("--budget-ms", type=float, default=2.0,
+                     help="maintenance budget per tick in ms of counted work (2.0)")
+    sim.add_argument("--from-env", action="store_true",
+                     help="read MemoryConfig from MEMORY_* environment variables")
+    sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def _summary(engine: MemoryEngine, result: VillageResult, wall_s: float) -> dict[str, object]:
+    lat = np.array(result.latencies_ms) if result.latencies_ms else np.zeros(1)
+    return {
+        "agents": result.agents,
+        "ticks": result.ticks,
+        "seed": result.seed,
+        "ingested": result.ingested,
+        "records": {layer.value: engine.count(layer=layer) for layer in MemoryLayer},
+        "recordsTotal": engine.count(),
+        "retrievals": result.retrievals,
+        "retrievalP50Ms": round(float(np.percentile(lat, 50)), 4),
+        "retrievalP95Ms": round(float(np.percentile(lat, 95)), 4),
+        "events": result.events,
+        "retrievalHash": result.retrieval_hash,
+        "stateHash": result.state_hash,
+        "wallSeconds": round(wall_s, 2),
+    }
+
+
+def _print_table(console: Console, summary: dict[str, object]) -> None:
+    table = Table(title="f09-memory simulate", show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    for key in ("agents", "ticks", "seed", "ingested", "recordsTotal"):
+        table.add_row(key, str(summary[key]))
+    records = summary["records"]
+    assert isinstance(records, dict)
+    for layer, n in records.items():
+        table.add_row(f"  records: {layer}", str(n))
+    table.add_row("retrievals", str(summary["retrievals"]))
+    table.add_row("retrieval latency p50 / p95",
+                  f"{summary['retrievalP50Ms']} ms / {summary['retrievalP95Ms']} ms")
+    events = summary["events"]
+    assert isinstance(events, dict)
+    table.add_row("events emitted", str(sum(events.values())))
+    for name, n in events.items():
+        table.add_row(f"  {name}", str(n))
+    table.add_row("retrieval hash", str(summary["retrievalHash"]))
+    table.add_row("state hash", str(summary["stateHash"]))
+    table.add_row("wall time", f"{summary['wallSeconds']} s")
+    console.print(table)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    config = MemoryConfig.from_env() if args.from_env else MemoryConfig()
+    engine = MemoryEngine(config, seed=args.seed)
+    console = Console(stderr=args.json)
+    t0 = time.perf_counter()
+    with Progress(
+        TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=args.no_progress or args.json, transient=True,
+    ) as progress:
+        task = progress.add_task("ticks", total=args.ticks)
+        result = run_village(
+            engine, agents=args.agents, ticks=args.ticks, seed=args.seed,
+            tick_ms=args.tick_ms, budget_ms=args.budget_ms,
+            on_tick=lambda _tick: progress.advance(task),
+        )
+    summary = _summary(engine, result, time.perf_counter() - t0)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        _print_table(console, summary)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``f09-memory`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+    except MemoryEngineError as exc:
+        print(f"f09-memory: {exc}", file=sys.stderr)
+        return 2
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

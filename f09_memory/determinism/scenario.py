@@ -1,0 +1,199 @@
+"""The seeded "village" scenario: many agents living through ticks of events and retrievals.
+
+Everything is drawn from one ``numpy.random.Generator`` seeded by ``seed``, so a scenario is
+fully determined by ``(agents, ticks, seed)``. It exercises every layer, redaction (some
+events carry an e-mail address or a card number), flagged records, TTLs, the ring overflow,
+pressure changes (throttle and exhausted windows) and the tick budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from f09_memory.determinism.hashing import bundle_hash
+from f09_memory.engine import MemoryEngine
+from f09_memory.schema.enums import PressureState, Purpose, Strategy
+from f09_memory.schema.retrieval import RetrievalRequest
+
+__all__ = ["VillageResult", "agent_names", "run_village", "village_items"]
+
+_PLACES = ("well", "market", "smithy", "tavern", "chapel", "mill", "gate", "river", "farm")
+_ITEMS = ("bread", "iron nails", "a sword", "wool", "ale", "a horse", "herbs", "gold coins")
+_EPISODIC = (
+    "Saw {other} at the {place}.",
+    "Traded {item} with {other} at the {place}.",
+    "{other} told me the {place} was closed today. I went home instead.",
+    "Heard a rumour at the {place} that {other} owes money to the smith.",
+    "{other} attacked a stranger near the {place}! Guards came running.",
+    "Helped {other} carry {item} to the {place}. They thanked me.",
+    "It rained all morning, so I stayed near the {place}.",
+)
+_SEMANTIC = (
+    "{other} works at the {place}.",
+    "The {place} opens at dawn and closes at dusk.",
+    "{item} costs three silver at the {place}.",
+)
+_PROCEDURAL = ("To reach the {place}, take the road past the mill and turn left.",)
+_PRIVATE = (
+    "{other} wrote to me from {other_lower}@village.example about the debt.",
+    "{other} paid with card 4111 1111 1111 {n4} at the {place}.",
+)
+
+
+def agent_names(agents: int) -> list[str]:
+    """Agent ids of a village of ``agents`` (``npc-000`` ...)."""
+    return [f"npc-{i:03d}" for i in range(agents)]
+
+
+def village_items(rng: np.random.Generator, names: list[str], me: int) -> list[dict[str, Any]]:
+    """Draw this tick's ingest items for agent ``me`` (0-3 items)."""
+    items: list[dict[str, Any]] = []
+    for _ in range(int(rng.integers(0, 4))):
+        other = names[int(rng.integers(0, len(names)))]
+        fill = {
+            "other": other.replace("npc-", "Villager "),
+            "other_lower": other.replace("-", ""),
+            "place": _PLACES[int(rng.integers(0, len(_PLACES)))],
+            "item": _ITEMS[int(rng.integers(0, len(_ITEMS)))],
+            "n4": f"{int(rng.integers(0, 10_000)):04d}",
+        }
+        roll = float(rng.random())
+        item: dict[str, Any]
+        if roll < 0.06:
+            item = {"content": _SEMANTIC[int(rng.integers(0, len(_SEMANTIC)))].format(**fill),
+                    "layer": "semantic", "tags": ["fact", fill["place"]]}
+        elif roll < 0.10:
+            item = {"content": _PROCEDURAL[0].format(**fill), "layer": "procedural",
+                    "metadata": {"procedural": {"patternId": f"route-{fill['place']}",
+                                                "successRate": round(float(rng.random()), 3)}}}
+        elif roll < 0.16:
+            sentiment = round(float(rng.uniform(-1, 1)), 3)
+            item = {"content": f"Spoke with {fill['other']}; it went "
+                               f"{'well' if sentiment > 0 else 'badly'}.",
+                    "layer": "social",
+                    "metadata": {"social": {"otherAgentId": other, "sentiment": sentiment}}}
+        elif roll < 0.21:
+            item = {"content": f"Walked to the {fill['place']}.", "layer": "spatial",
+                    "ttl": 30_000,
+                    "metadata": {"spatial": {"x": round(float(rng.uniform(0, 100)), 2),
+                                             "y": round(float(rng.uniform(0, 100)), 2)}}}
+        elif roll < 0.23:
+            item = {"content": _PRIVATE[int(rng.integers(0, len(_PRIVATE)))].format(**fill),
+                    "tags": ["private"]}
+        else:
+            item = {"content": _EPISODIC[int(rng.integers(0, len(_EPISODIC)))].format(**fill),
+                    "tags": [fill["place"]]}
+        if float(rng.random()) < 0.5:
+            item["importance"] = round(float(rng.random()), 3)
+        if float(rng.random()) < 0.02:
+            item["flagged"] = True
+        items.append(item)
+    return items
+
+
+@dataclass
+class VillageResult:
+    """The outcome of a run: its hashes and what it measured.
+
+    ``retrieval_hash`` chains every bundle hash in order; ``state_hash`` is the engine's at
+    the end. ``latencies_ms`` are wall-clock measurements (never part of a hash).
+    """
+
+    agents: int
+    ticks: int
+    seed: int
+    retrieval_hash: str
+    state_hash: str
+    retrievals: int = 0
+    ingested: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def hashes(self) -> dict[str, str]:
+        """The two hashes, for cross-process comparison."""
+        return {"retrieval_hash": self.retrieval_hash, "state_hash": self.state_hash}
+
+
+def _pressure_at(tick: int) -> PressureState:
+    phase = tick % 100
+    if 60 <= phase < 75:
+        return PressureState.THROTTLE
+    if 75 <= phase < 80:
+        return PressureState.EXHAUSTED
+    if 50 <= phase < 60:
+        return PressureState.SOFT
+    return PressureState.NORMAL
+
+
+def run_village(
+    engine: MemoryEngine,
+    *,
+    agents: int,
+    ticks: int,
+    seed: int,
+    tick_ms: int = 1_000,
+    budget_ms: float | None = 2.0,
+    on_tick: Callable[[int], None] | None = None,
+) -> VillageResult:
+    """Run the village on ``engine``: per tick, ingest each agent's events, retrieve each
+    agent's context, then ``engine.tick``.
+
+    Args:
+        engine: A fresh engine (its config and seed are the caller's).
+        agents: Number of agents.
+        ticks: Number of ticks.
+        seed: Scenario seed (independent of the engine's).
+        tick_ms: Logical milliseconds per tick.
+        budget_ms: The maintenance budget passed to ``engine.tick``.
+        on_tick: Called after each tick with its index (progress bars).
+
+    Returns:
+        The hashes, counts and measured latencies.
+    """
+    rng = np.random.default_rng(seed)
+    names = agent_names(agents)
+    purposes = list(Purpose)
+    strategies = [Strategy.BALANCED, Strategy.BALANCED, Strategy.RECENCY, Strategy.IMPORTANCE]
+    chain = hashlib.sha256()
+    counts: dict[str, int] = {}
+
+    def count(ev: Any) -> None:
+        counts[ev.name] = counts.get(ev.name, 0) + 1
+
+    unsubscribe = engine.bus.subscribe("*", count)
+    result = VillageResult(agents, ticks, seed, "", "")
+    try:
+        for tick in range(ticks):
+            now = (tick + 1) * tick_ms
+            engine.set_pressure(_pressure_at(tick))
+            for i, name in enumerate(names):
+                items = village_items(rng, names, i)
+                if items:
+                    result.ingested += len(engine.ingest_many(name, items, now=now))
+            for i, name in enumerate(names):
+                request = RetrievalRequest(
+                    agent_id=name,
+                    purpose=purposes[(tick + i) % len(purposes)],
+                    max_tokens=int(rng.integers(100, 800)),
+                    strategy=strategies[int(rng.integers(0, len(strategies)))],
+                )
+                t0 = time.perf_counter()
+                bundle = engine.retrieve(request, now=now)
+                result.latencies_ms.append((time.perf_counter() - t0) * 1000.0)
+                chain.update(bundle_hash(bundle).encode("ascii"))
+                result.retrievals += 1
+            engine.tick(now, budget_ms=budget_ms)
+            if on_tick is not None:
+                on_tick(tick)
+    finally:
+        unsubscribe()
+    result.retrieval_hash = chain.hexdigest()
+    result.state_hash = engine.state_hash()
+    result.events = dict(sorted(counts.items()))
+    return result

@@ -1,0 +1,537 @@
+"""MemoryEngine: the one facade. Wires store, ingestion, retrieval and maintenance.
+
+Logical time: every method takes ``now=`` (the host's ms or ticks) or uses the engine clock,
+which ``tick(now)`` advances. Nothing reads the wall clock except the ``timeMs``
+diagnostics, which no hash includes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from f09_memory.bus import (
+    DecayApplied,
+    EngineBus,
+    PressureChanged,
+    RecordCreated,
+    RecordExpired,
+    RecordRedacted,
+)
+from f09_memory.config.config import MemoryConfig
+from f09_memory.decay.decay import decay_pass
+from f09_memory.determinism.hashing import sha256_hex
+from f09_memory.errors import (
+    CapacityExceededError,
+    InputInvalidError,
+    MemoryEngineError,
+    RecordNotFoundError,
+)
+from f09_memory.importance.heuristic import Vocabulary
+from f09_memory.ingestion.pipeline import (
+    Ingestor,
+    PendingRecord,
+    validate_agent_id,
+    validate_item,
+    validate_mapping,
+)
+from f09_memory.packing.tokens import HeuristicTokenCounter
+from f09_memory.protocols import PressureSource, TokenCounter
+from f09_memory.retrieval.orchestrator import Retriever
+from f09_memory.schema.enums import MemoryLayer, PressureState
+from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.store import MemoryStore, split_record_id
+
+__all__ = ["MemoryEngine", "TickReport"]
+
+logger = logging.getLogger("f09_memory")
+_EPISODIC = MemoryLayer.EPISODIC
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    """What one ``tick`` did and what it left for the next.
+
+    Attributes:
+        now: The tick's logical time.
+        budget_units: Work units the budget allowed (``None``: unbounded).
+        used_units: Work units spent (records scanned).
+        agents_processed: Agents whose decay and expiry ran this tick.
+        decayed: Live records whose decayed importance was refreshed.
+        expired: Records removed because their TTL passed.
+        deferred_agents: Agents left for the next tick because the budget ran out.
+        cycle_complete: Whether this tick finished a full pass over all agents.
+        pressure: The pressure state in force after the tick.
+    """
+
+    now: int
+    budget_units: int | None
+    used_units: int
+    agents_processed: int
+    decayed: int
+    expired: int
+    deferred_agents: int
+    cycle_complete: bool
+    pressure: PressureState
+
+
+@dataclass
+class _AgentExtras:
+    vocabulary: Vocabulary
+
+
+@dataclass
+class _Maintenance:
+    cursor: int = 0  # index into the sorted agent list where the next slice starts
+    extras: dict[str, _AgentExtras] = field(default_factory=dict)
+
+
+def _check_now(now: object, what: str = "now") -> int:
+    if isinstance(now, bool) or not isinstance(now, int | np.integer) or now < 0:
+        raise InputInvalidError(
+            f"{what}={now!r:.40} is not logical time: pass a non-negative integer (ms or ticks)",
+            details={"field": what},
+        )
+    return int(now)
+
+
+class MemoryEngine:
+    """A deterministic, rate-aware, multi-layer memory for many agents.
+
+    Args:
+        config: Settings; defaults to ``MemoryConfig()``.
+        seed: Seeds every random choice the engine makes (none on the core path today; HNSW
+            construction and scenario generators derive from it).
+        token_counter: Token estimator (``TokenCounter``); defaults to the chars-per-token
+            heuristic of the config.
+        pressure_source: Rate governor polled by ``tick``.
+
+    Example:
+        >>> engine = MemoryEngine(MemoryConfig(), seed=0)
+        >>> rec = engine.ingest("npc-1", "Saw the smith at the well", importance=0.4, now=1_000)
+        >>> rec.id
+        'npc-1:0000000000'
+        >>> bundle = engine.retrieve(RetrievalRequest(agent_id="npc-1", purpose="dialog",
+        ...                                           max_tokens=400), now=2_000)
+        >>> [r.content for r in bundle.records]
+        ['Saw the smith at the well']
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        seed: int = 0,
+        token_counter: TokenCounter | None = None,
+        pressure_source: PressureSource | None = None,
+    ) -> None:
+        if config is None:
+            config = MemoryConfig()
+        elif not isinstance(config, MemoryConfig):
+            raise InputInvalidError(
+                "config must be a MemoryConfig (build one with MemoryConfig(...) or "
+                "MemoryConfig.from_env())",
+                details={"got": type(config).__name__},
+            )
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputInvalidError("seed must be an int", details={"got": type(seed).__name__})
+        if token_counter is not None and not isinstance(token_counter, TokenCounter):
+            raise InputInvalidError("token_counter must have count(text) -> int")
+        if pressure_source is not None and not isinstance(pressure_source, PressureSource):
+            raise InputInvalidError("pressure_source must have poll(now) -> PressureState")
+        self.config = config
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.bus = EngineBus(handler_errors=config.bus_handler_errors)
+        self.counter: TokenCounter = token_counter or HeuristicTokenCounter(
+            config.chars_per_token
+        )
+        self.pressure_source = pressure_source
+        self._store = MemoryStore(config.episodic_max)
+        self._ingestor = Ingestor(config, self.counter)
+        self._retriever = Retriever(config, self.bus, self.counter)
+        self._clock = 0
+        self._pressure = PressureState.NORMAL
+        self._maint = _Maintenance()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def now(self) -> int:
+        """The engine clock: the ``now`` of the last ``tick`` (0 before the first)."""
+        return self._clock
+
+    @property
+    def pressure(self) -> PressureState:
+        """The pressure state in force."""
+        return self._pressure
+
+    @property
+    def redactor_counts(self) -> dict[str, int]:
+        """Matches replaced so far, by pattern label (redaction diagnostics)."""
+        return dict(self._ingestor.redactor.counts)
+
+    def agents(self) -> list[str]:
+        """Ids of agents that have stored memories, sorted."""
+        return self._store.agent_ids()
+
+    def count(self, agent_id: str | None = None, layer: MemoryLayer | str | None = None) -> int:
+        """Live records of one agent (or all), optionally of one layer. O(agents)."""
+        lay = None if layer is None else validate_item("x", layer=layer).layer
+        ams = self._store if agent_id is None else [a for a in [self._store.get(agent_id)] if a]
+        if lay is None:
+            return sum(am.live for am in ams)
+        return sum(int(am.layer_counts[lay.code]) for am in ams)
+
+    # ------------------------------------------------------------------ ingestion
+    def _time(self, now: object) -> int:
+        return self._clock if now is None else _check_now(now)
+
+    def _extras(self, agent_id: str) -> _AgentExtras:
+        ex = self._maint.extras.get(agent_id)
+        if ex is None:
+            ex = self._maint.extras[agent_id] = _AgentExtras(
+                Vocabulary(self.config.importance.novelty_vocab_max)
+            )
+        return ex
+
+    def _check_capacity(self, am: AgentMemory | None, items: Sequence[PendingRecord]) -> None:
+        live = am.live if am is not None else 0
+        ring_live = am.ring.live if am is not None else 0
+        episodic_new = sum(1 for it in items if it.layer is _EPISODIC)
+        evictions = max(0, ring_live + episodic_new - self.config.episodic_max)
+        after = live + len(items) - evictions
+        if after > self.config.max_records_per_agent:
+            agent = am.agent_id if am is not None else "?"
+            raise CapacityExceededError(
+                f"agent {agent!r} would hold {after} records, above max_records_per_agent="
+                f"{self.config.max_records_per_agent}; raise the ceiling, lower retention caps, "
+                "or let compaction run (engine.tick)",
+                details={"agentId": agent, "live": live, "limit":
+                         self.config.max_records_per_agent},
+            )
+
+    def _store_one(self, am: AgentMemory, item: PendingRecord, now: int,
+                   events: list[Any]) -> MemoryRecord:
+        if item.layer is _EPISODIC and am.ring.full:
+            old = am.remove(am.ring.oldest())
+            events.append(RecordExpired(id=old.id, layer=old.layer.value, reason="overflow"))
+        key = am.reserve_key()
+        record, deadline, labels = self._ingestor.build(
+            item, am.agent_id, am.id_of(key), now, self._extras(am.agent_id).vocabulary
+        )
+        am.add(record, key, record.metadata.flagged, deadline)
+        events.append(RecordCreated(id=record.id, layer=record.layer.value,
+                                    agent_id=am.agent_id, importance=record.importance))
+        if labels:
+            events.append(RecordRedacted(id=record.id, patterns=labels))
+        return record
+
+    def _publish(self, events: list[Any]) -> None:
+        bus = self.bus
+        debug = logger.isEnabledFor(logging.DEBUG)
+        for ev in events:
+            if debug:
+                tag = {"memory:record:created": "[MEM][CREATE]",
+                       "memory:record:redacted": "[MEM][REDACT]"}.get(ev.name, "[MEM]")
+                logger.debug("%s %s %s", tag, ev.name, ev.to_dict())
+            if bus.wants(ev.name):
+                bus.emit(ev)
+
+    def ingest(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        layer: MemoryLayer | str = MemoryLayer.EPISODIC,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        ttl: int | None = None,
+        flagged: bool = False,
+        source_event: str | None = None,
+        now: int | None = None,
+    ) -> MemoryRecord:
+        """Store one memory and return it.
+
+        The content, tags, source event and string attributes are redacted first (when
+        redaction mode is ON); importance is the heuristic's when not given; an episodic
+        ingest into a full ring evicts the oldest episodic record (``memory:record:expired``
+        with reason ``overflow``). Emits ``memory:record:created`` (and
+        ``memory:record:redacted`` when something was replaced).
+
+        Runtime complexity: amortized O(1) for episodic, O(log n) for other layers.
+
+        Raises:
+            InputInvalidError: A malformed argument (state unchanged).
+            CapacityExceededError: The agent is at ``max_records_per_agent``.
+        """
+        agent_id = validate_agent_id(agent_id)
+        t = self._time(now)
+        item = validate_item(content, layer, importance, tags, metadata, ttl, flagged,
+                             source_event)
+        am = self._store.get(agent_id)
+        self._check_capacity(am, (item,))
+        if am is None:
+            am = self._store.get_or_create(agent_id)
+        events: list[Any] = []
+        record = self._store_one(am, item, t, events)
+        self._publish(events)
+        return record
+
+    def ingest_many(
+        self,
+        agent_id: str,
+        items: Iterable[Mapping[str, Any] | str],
+        *,
+        now: int | None = None,
+    ) -> list[MemoryRecord]:
+        """Store several memories of one agent, all or nothing, in order.
+
+        Each item is a content string or a mapping with the keyword arguments of
+        :meth:`ingest` (``content`` required). Every item is validated before any is stored,
+        so a bad item leaves the state unchanged. Events are emitted after all are stored.
+
+        Raises:
+            InputInvalidError: An item is malformed (the message gives its index).
+            CapacityExceededError: The batch would pass ``max_records_per_agent``.
+        """
+        agent_id = validate_agent_id(agent_id)
+        t = self._time(now)
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InputInvalidError("items must be a list of mappings or strings",
+                                    details={"field": "items"})
+        pending: list[PendingRecord] = []
+        for i, raw in enumerate(items):
+            try:
+                pending.append(validate_mapping(raw))
+            except MemoryEngineError as exc:
+                exc.details["index"] = i
+                exc.message = f"item {i}: {exc.message}"
+                exc.args = (exc.message,)
+                raise
+        am = self._store.get(agent_id)
+        self._check_capacity(am, pending)
+        if not pending:
+            return []
+        if am is None:
+            am = self._store.get_or_create(agent_id)
+        events: list[Any] = []
+        out = [self._store_one(am, item, t, events) for item in pending]
+        self._publish(events)
+        return out
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve(
+        self, request: RetrievalRequest | Mapping[str, Any], *, now: int | None = None
+    ) -> RetrievedBundle:
+        """Build the agent's context bundle for ``request`` (spec section 9).
+
+        Ordering guarantee: quantized score descending, then id ascending; identical state
+        and request give an identical bundle (``bundle_hash``) on any machine.
+        Runtime complexity: O(n log n) numpy work over the agent's records.
+
+        Raises:
+            TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
+            InputInvalidError: A malformed request.
+        """
+        req = RetrievalRequest.parse(request)
+        t = self._time(now)
+        pressure = req.pressure_state or self._pressure
+        bundle = self._retriever.retrieve(self._store.get(req.agent_id), req, t, pressure)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
+                         req.agent_id, req.purpose.value, len(bundle.records),
+                         bundle.total_tokens)
+        return bundle
+
+    def retrieve_many(
+        self, requests: Iterable[RetrievalRequest | Mapping[str, Any]], *, now: int | None = None
+    ) -> list[RetrievedBundle]:
+        """Serve a whole tick of agents: one bundle per request, in request order.
+
+        All requests are validated first; a bad one raises before any is served.
+        """
+        reqs = [RetrievalRequest.parse(r) for r in requests]
+        for r in reqs:
+            self._retriever.budget_for(r, r.pressure_state or self._pressure)
+        t = self._time(now)
+        return [self.retrieve(r, now=t) for r in reqs]
+
+    # ------------------------------------------------------------------ records
+    def get(self, record_id: str) -> MemoryRecord:
+        """Return the live record ``record_id``. O(1).
+
+        Raises:
+            RecordNotFoundError: No live record has that id.
+        """
+        parts = split_record_id(record_id)
+        am = self._store.get(parts[0]) if parts else None
+        rec = am.record(parts[1]) if (am is not None and parts) else None
+        if rec is None:
+            raise RecordNotFoundError(
+                f"no live record {record_id!r:.80}; it may have expired, been summarized or "
+                "never existed (ids look like 'agent:0000000042')",
+                details={"id": str(record_id)[:200]},
+            )
+        return rec
+
+    def records(
+        self, agent_id: str, layer: MemoryLayer | str | None = None
+    ) -> list[MemoryRecord]:
+        """The agent's live records ordered by ``(recency_anchor, id)``; episodic alone in
+        ring (insertion) order. An unknown agent has none. O(n)."""
+        agent_id = validate_agent_id(agent_id)
+        lay = None if layer is None else validate_item("x", layer=layer).layer
+        am = self._store.get(agent_id)
+        if am is None:
+            return []
+        out: list[MemoryRecord] = []
+        for key in am.keys_in_time_order(lay):
+            rec = am.record(key)
+            assert rec is not None
+            out.append(rec)
+        return out
+
+    # ------------------------------------------------------------------ maintenance
+    def set_pressure(self, state: PressureState | str) -> None:
+        """Set the rate-governor pressure; emits ``memory:pressure:changed`` on a change.
+
+        Raises:
+            InputInvalidError: ``state`` is not a pressure state.
+        """
+        try:
+            new = PressureState(state)
+        except ValueError:
+            raise InputInvalidError(
+                f"unknown pressure state {state!r:.40}; use one of "
+                f"{[p.value for p in PressureState]}",
+                details={"field": "state"},
+            ) from None
+        old = self._pressure
+        if new is not old:
+            self._pressure = new
+            self._publish([PressureChanged(previous=old.value, current=new.value)])
+
+    def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
+        """Advance the clock to ``now`` and run a slice of maintenance: TTL expiry and the
+        importance-decay pass, agent by agent in id order.
+
+        The budget is counted in work units (records scanned; ``work_units_per_ms`` per
+        millisecond), never by the wall clock, so the same calls do the same work on any
+        machine. What does not fit is resumed by the next tick from where it stopped.
+
+        Raises:
+            InputInvalidError: ``now`` earlier than the engine clock, or a bad budget.
+        """
+        t = _check_now(now)
+        if t < self._clock:
+            raise InputInvalidError(
+                f"tick(now={t}) is earlier than the engine clock {self._clock}; logical time "
+                "must not run backwards",
+                details={"now": t, "clock": self._clock},
+            )
+        budget: int | None = None
+        if budget_ms is not None:
+            if isinstance(budget_ms, bool) or not isinstance(budget_ms, int | float) or not (
+                budget_ms > 0 and budget_ms < float("inf")
+            ):
+                raise InputInvalidError("budget_ms must be a positive number of milliseconds, "
+                                        "or None for an unbounded tick",
+                                        details={"field": "budget_ms"})
+            budget = max(1, int(budget_ms * self.config.work_units_per_ms))
+        self._clock = t
+        if self.pressure_source is not None:
+            self.set_pressure(self.pressure_source.poll(t))
+        agents = list(self._store)
+        n = len(agents)
+        cursor = self._maint.cursor if self._maint.cursor < n else 0
+        used = decayed = expired = processed = 0
+        events: list[Any] = []
+        half_life = self.config.decay_half_life_ms
+        while processed < n:
+            am = agents[cursor]
+            cost = am.hi + 1
+            if budget is not None and processed and used + cost > budget:
+                break
+            used += cost
+            expired += self._expire(am, t, events)
+            affected = decay_pass(am, t, half_life)
+            decayed += affected
+            if affected:
+                events.append(DecayApplied(agent_id=am.agent_id, affected=affected))
+            processed += 1
+            cursor += 1
+            if cursor == n:
+                cursor = 0
+                break
+        complete = cursor == 0
+        self._maint.cursor = cursor
+        self._publish(events)
+        return TickReport(
+            now=t,
+            budget_units=budget,
+            used_units=used,
+            agents_processed=processed,
+            decayed=decayed,
+            expired=expired,
+            deferred_agents=0 if complete else n - cursor,
+            cycle_complete=complete,
+            pressure=self._pressure,
+        )
+
+    def _expire(self, am: AgentMemory, now: int, events: list[Any]) -> int:
+        hi = am.hi
+        due = np.flatnonzero(am.alive[:hi] & (am.deadline[:hi] <= now))
+        if due.shape[0] == 0:
+            return 0
+        for key in np.sort(am.key[due]).tolist():
+            rec = am.remove(key)
+            events.append(RecordExpired(id=rec.id, layer=rec.layer.value, reason="ttl"))
+        return int(due.shape[0])
+
+    # ------------------------------------------------------------------ hashing
+    def canonical_state(self) -> dict[str, Any]:
+        """Everything that determines future behaviour, in canonical form (what
+        :meth:`state_hash` hashes): clock, pressure, maintenance cursor, and per agent its
+        id counter, novelty vocabulary and live records (sorted by id) with their decayed
+        importance."""
+        agents = []
+        for am in self._store:
+            recs = []
+            for key in sorted(am.slot_of):
+                slot = am.slot_of[key]
+                rec = am.records[slot]
+                assert rec is not None
+                data = rec.model_dump(mode="json", by_alias=True, exclude_none=True)
+                data["decayed"] = float(am.decayed[slot])
+                recs.append(data)
+            vocab = self._extras(am.agent_id).vocabulary.get_state()
+            agents.append({
+                "agentId": am.agent_id,
+                "nextKey": am.next_key,
+                "vocabulary": sha256_hex(vocab),
+                "records": recs,
+            })
+        return {
+            "clock": self._clock,
+            "pressure": self._pressure.value,
+            "cursor": self._maint.cursor,
+            "agents": agents,
+        }
+
+    def state_hash(self) -> str:
+        """sha256 hex of :meth:`canonical_state` (quantized floats, sorted keys). Equal for
+        equal seeds and inputs in any process. O(total records)."""
+        return sha256_hex(self.canonical_state(), self.config.score_quantum)
+
+    def _check(self) -> None:
+        """Assert the store's invariants (tests call this after every mutation)."""
+        self._store._check()
+        for am in self._store:
+            assert am.agent_id in self._maint.extras

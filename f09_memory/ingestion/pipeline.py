@@ -1,0 +1,234 @@
+"""Ingestion (index 3): raw input -> validated, redacted, scored MemoryRecord.
+
+``validate_item`` checks one input and raises a taxonomy error naming the bad field before
+anything is stored; ``Ingestor.build`` turns a validated item into the record to store:
+redaction (content, tags, source event, string attributes), token estimate, heuristic
+importance when none was given, deterministic id, content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from f09_memory.config.config import MemoryConfig
+from f09_memory.errors import InputInvalidError
+from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
+from f09_memory.protocols import TokenCounter
+from f09_memory.redaction.redactor import Redactor
+from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.base import trusted
+from f09_memory.schema.records import MemoryRecord, RecordMetadata
+from f09_memory.store.agent import NO_DEADLINE
+
+__all__ = [
+    "ITEM_FIELDS",
+    "Ingestor",
+    "PendingRecord",
+    "validate_agent_id",
+    "validate_item",
+    "validate_mapping",
+]
+
+ITEM_FIELDS = frozenset(
+    {"content", "layer", "importance", "tags", "metadata", "ttl", "flagged", "source_event"}
+)
+"""Keys accepted in an ``ingest_many`` item mapping."""
+
+MAX_AGENT_ID_LEN = 256
+MAX_CONTENT_CHARS = 65_536
+_LAYER_BY_VALUE = {layer.value: layer for layer in MemoryLayer}
+
+
+def _bad(field: str, problem: str, fix: str, **details: Any) -> InputInvalidError:
+    return InputInvalidError(f"{field} {problem}; {fix}", details={"field": field, **details})
+
+
+def validate_agent_id(agent_id: object) -> str:
+    """Return ``agent_id`` if it is a usable agent id.
+
+    Raises:
+        InputInvalidError: Not a non-empty string of at most 256 characters.
+    """
+    if not isinstance(agent_id, str) or not agent_id or len(agent_id) > MAX_AGENT_ID_LEN:
+        raise _bad("agent_id", f"is {type(agent_id).__name__} {agent_id!r:.40}",
+                   "pass a non-empty string of at most 256 characters")
+    return agent_id
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRecord:
+    """A validated ingest input, not yet redacted or stored."""
+
+    content: str
+    layer: MemoryLayer
+    importance: float | None
+    tags: tuple[str, ...]
+    metadata: RecordMetadata | None
+    ttl: int | None
+    flagged: bool
+    source_event: str | None
+
+
+def validate_item(
+    content: object,
+    layer: object = MemoryLayer.EPISODIC,
+    importance: object = None,
+    tags: object = None,
+    metadata: object = None,
+    ttl: object = None,
+    flagged: object = False,
+    source_event: object = None,
+) -> PendingRecord:
+    """Validate one ingest input. Pure: touches no state.
+
+    Raises:
+        InputInvalidError: A field is malformed; the message names it and the fix.
+    """
+    if not isinstance(content, str) or not content.strip():
+        raise _bad("content", "is empty or not a string", "pass the memory text as a non-empty str")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise _bad("content", f"has {len(content)} characters",
+                   f"split it: at most {MAX_CONTENT_CHARS} characters per record")
+    if isinstance(layer, MemoryLayer):
+        lay = layer
+    else:
+        found = _LAYER_BY_VALUE.get(layer) if isinstance(layer, str) else None
+        if found is None:
+            raise _bad("layer", f"{layer!r:.40} is unknown",
+                       f"use one of {[x.value for x in MemoryLayer]}")
+        lay = found
+    imp: float | None = None
+    if importance is not None:
+        if isinstance(importance, bool) or not isinstance(importance, int | float):
+            raise _bad("importance", f"is {type(importance).__name__}", "pass a float in 0..1")
+        imp = float(importance)
+        if not (0.0 <= imp <= 1.0) or math.isnan(imp):
+            raise _bad("importance", f"{imp!r} is outside 0..1", "pass a float in 0..1",
+                       value=imp)
+    tag_tuple: tuple[str, ...] = ()
+    if tags is not None:
+        if isinstance(tags, str) or not isinstance(tags, Sequence | set | frozenset):
+            raise _bad("tags", f"is {type(tags).__name__}", "pass a list of strings")
+        items = sorted(tags) if isinstance(tags, set | frozenset) else list(tags)
+        for t in items:
+            if not isinstance(t, str) or not t.strip():
+                raise _bad("tags", f"contains {t!r:.40}", "every tag must be a non-empty string")
+        tag_tuple = tuple(dict.fromkeys(t.strip() for t in items))
+    meta: RecordMetadata | None = None
+    if metadata is not None:
+        if not isinstance(metadata, Mapping | RecordMetadata):
+            raise _bad("metadata", f"is {type(metadata).__name__}",
+                       "pass a mapping with the MemoryRecord.metadata fields")
+        meta = RecordMetadata.parse(metadata)
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+        raise _bad("ttl", f"{ttl!r:.40} is not a positive integer",
+                   "pass the lifetime in logical time units (> 0), or None to keep it")
+    if not isinstance(flagged, bool):
+        raise _bad("flagged", f"is {type(flagged).__name__}", "pass True or False")
+    if source_event is not None and not isinstance(source_event, str):
+        raise _bad("source_event", f"is {type(source_event).__name__}", "pass a string or None")
+    return PendingRecord(content, lay, imp, tag_tuple, meta, ttl, flagged, source_event)
+
+
+def validate_mapping(item: object) -> PendingRecord:
+    """Validate one ``ingest_many`` item (a mapping of :data:`ITEM_FIELDS`).
+
+    Raises:
+        InputInvalidError: Not a mapping, an unknown key, or a malformed field.
+    """
+    if isinstance(item, str):
+        return validate_item(item)
+    if not isinstance(item, Mapping):
+        raise _bad("item", f"is {type(item).__name__}",
+                   "pass a mapping such as {'content': ..., 'importance': ...} or a string")
+    unknown = sorted(str(k) for k in item if k not in ITEM_FIELDS)
+    if unknown:
+        raise _bad("item", f"has unknown keys {unknown}", f"use only {sorted(ITEM_FIELDS)}")
+    if "content" not in item:
+        raise _bad("content", "is missing", "every item needs 'content'")
+    return validate_item(**item)
+
+
+class Ingestor:
+    """Turns validated items into records; owns the redactor and the importance model."""
+
+    def __init__(self, config: MemoryConfig, counter: TokenCounter) -> None:
+        self.config = config
+        self.counter = counter
+        self.redactor = Redactor(
+            config.redact_patterns, salt=config.redaction_salt, enabled=config.redaction_mode
+        )
+        self.importance = ImportanceModel(config.importance)
+
+    def build(
+        self,
+        item: PendingRecord,
+        agent_id: str,
+        record_id: str,
+        now: int,
+        vocabulary: Vocabulary,
+    ) -> tuple[MemoryRecord, int, tuple[str, ...]]:
+        """Return ``(record, ttl_deadline, redaction_labels)`` for a validated item."""
+        redact = self.redactor.redact
+        content, labels = redact(item.content)
+        meta = item.metadata
+        tags = item.tags if meta is None else tuple(dict.fromkeys((*meta.tags, *item.tags)))
+        if tags:
+            red_tags = []
+            for t in tags:
+                rt, h = redact(t)
+                red_tags.append(rt)
+                labels += h
+            tags = tuple(red_tags)
+        source_event = item.source_event
+        if source_event is not None:
+            source_event, h = redact(source_event)
+            labels += h
+        flagged = item.flagged or (meta is not None and meta.flagged)
+        if meta is None and not tags and not flagged and source_event is None:
+            metadata = _EMPTY_META
+        else:
+            values = dict(_EMPTY_META.__dict__) if meta is None else dict(meta.__dict__)
+            values["tags"] = tags
+            values["flagged"] = flagged
+            values["source_event"] = source_event
+            if meta is not None and meta.attributes:
+                attrs: dict[str, Any] = {}
+                for k, v in meta.attributes.items():
+                    if isinstance(v, str):
+                        v, h = redact(v)
+                        labels += h
+                    attrs[k] = v
+                values["attributes"] = attrs
+            else:
+                values["attributes"] = {}
+            metadata = trusted(RecordMetadata, values)
+        if item.importance is None:
+            importance = self.importance.score(content, vocabulary, flagged=flagged)
+        else:
+            importance = item.importance
+            self.importance.observe(content, vocabulary)
+        record = trusted(MemoryRecord, {
+            "id": record_id,
+            "layer": item.layer,
+            "agent_id": agent_id,
+            "created_at": now,
+            "importance": importance,
+            "recency_anchor": now,
+            "ttl": item.ttl,
+            "embedding_ref": None,
+            "tokens_estimate": self.counter.count(content),
+            "content": content,
+            "metadata": metadata,
+            "redacted": bool(labels),
+            "hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
+        })
+        deadline = NO_DEADLINE if item.ttl is None else now + item.ttl
+        return record, deadline, tuple(dict.fromkeys(labels)) if labels else ()
+
+
+_EMPTY_META = RecordMetadata()

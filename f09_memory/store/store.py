@@ -1,0 +1,63 @@
+"""MemoryStore: every agent's AgentMemory, in deterministic agent order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sortedcontainers import SortedDict
+
+from f09_memory.store.agent import AgentMemory
+
+__all__ = ["MemoryStore", "split_record_id"]
+
+
+def split_record_id(record_id: str) -> tuple[str, int] | None:
+    """Split ``"agent:0000000042"`` into ``("agent", 42)``; ``None`` if it is not an engine id."""
+    if not isinstance(record_id, str):
+        return None
+    agent_id, sep, tail = record_id.rpartition(":")
+    if not sep or not agent_id or len(tail) < 10 or not tail.isdigit() or not tail.isascii():
+        return None
+    return agent_id, int(tail)
+
+
+class MemoryStore:
+    """Maps agent ids to their :class:`AgentMemory`, iterating agents in sorted id order."""
+
+    def __init__(self, episodic_max: int) -> None:
+        self.episodic_max = episodic_max
+        self._agents: SortedDict = SortedDict()
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def get(self, agent_id: str) -> AgentMemory | None:
+        """The agent's memory, or ``None`` if it has never stored anything."""
+        found: AgentMemory | None = self._agents.get(agent_id)
+        return found
+
+    def get_or_create(self, agent_id: str) -> AgentMemory:
+        """The agent's memory, created empty on first use."""
+        am: AgentMemory | None = self._agents.get(agent_id)
+        if am is None:
+            am = AgentMemory(agent_id, self.episodic_max)
+            self._agents[agent_id] = am
+        return am
+
+    def agent_ids(self) -> list[str]:
+        """Agent ids in sorted order."""
+        return list(self._agents.keys())
+
+    def __iter__(self) -> Iterator[AgentMemory]:
+        """Agents in sorted id order."""
+        return iter(self._agents.values())
+
+    def total_live(self) -> int:
+        """Live records across all agents."""
+        return sum(am.live for am in self._agents.values())
+
+    def _check(self) -> None:
+        """Assert the invariants of every agent."""
+        for agent_id, am in self._agents.items():
+            assert am.agent_id == agent_id
+            am._check()
