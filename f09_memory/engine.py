@@ -384,8 +384,11 @@ class MemoryEngine:
     def records(
         self, agent_id: str, layer: MemoryLayer | str | None = None
     ) -> list[MemoryRecord]:
-        """The agent's live records ordered by ``(recency_anchor, id)``; episodic alone in
-        ring (insertion) order. An unknown agent has none. O(n)."""
+        """The agent's live records, oldest first. O(n).
+
+        All layers together are ordered by ``(recency_anchor, id)``; episodic alone in ring
+        (insertion) order. An unknown agent has none.
+        """
         agent_id = validate_agent_id(agent_id)
         lay = None if layer is None else validate_item("x", layer=layer).layer
         am = self._store.get(agent_id)
@@ -419,8 +422,9 @@ class MemoryEngine:
             self._publish([PressureChanged(previous=old.value, current=new.value)])
 
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
-        """Advance the clock to ``now`` and run a slice of maintenance: TTL expiry and the
-        importance-decay pass, agent by agent in id order.
+        """Advance the clock to ``now`` and run a slice of maintenance.
+
+        Maintenance is TTL expiry and the importance-decay pass, agent by agent in id order.
 
         The budget is counted in work units (records scanned; ``work_units_per_ms`` per
         millisecond), never by the wall clock, so the same calls do the same work on any
@@ -497,10 +501,12 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ hashing
     def canonical_state(self) -> dict[str, Any]:
-        """Everything that determines future behaviour, in canonical form (what
-        :meth:`state_hash` hashes): clock, pressure, maintenance cursor, and per agent its
-        id counter, novelty vocabulary and live records (sorted by id) with their decayed
-        importance."""
+        """Everything that determines future behaviour, in canonical form.
+
+        This is what :meth:`state_hash` hashes: clock, pressure, maintenance cursor, and per
+        agent its id counter, novelty vocabulary and live records (sorted by id) with their
+        decayed importance.
+        """
         agents = []
         for am in self._store:
             recs = []
@@ -526,8 +532,10 @@ class MemoryEngine:
         }
 
     def state_hash(self) -> str:
-        """sha256 hex of :meth:`canonical_state` (quantized floats, sorted keys). Equal for
-        equal seeds and inputs in any process. O(total records)."""
+        """sha256 hex of :meth:`canonical_state` (quantized floats, sorted keys).
+
+        Equal for equal seeds and inputs in any process. O(total records).
+        """
         return sha256_hex(self.canonical_state(), self.config.score_quantum)
 
     def _check(self) -> None:

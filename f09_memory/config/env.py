@@ -95,7 +95,7 @@ def read_env(environ: dict[str, str] | None, *, env_file: str | None = None) -> 
         raw = {k.removeprefix("MEMORY_"): v for k, v in environ.items() if k.startswith("MEMORY_")}
         values = MemoryEnv.model_validate(raw).model_dump()
     else:
-        values = MemoryEnv(_env_file=env_file).model_dump()  # type: ignore[call-arg]
+        values = MemoryEnv(_env_file=env_file).model_dump()
     out: dict[str, Any] = {}
     for var, path in ENV_FIELDS.items():
         raw_value = values.get(var.removeprefix("MEMORY_"))

@@ -96,8 +96,10 @@ _FAVOURED: dict[Strategy, ScoreWeights] = {
 
 
 def default_weight_table() -> dict[Purpose, dict[Strategy, ScoreWeights]]:
-    """Weights by purpose x strategy: ``balanced`` is the purpose's own mix, the others favour
-    their term."""
+    """Weights by purpose x strategy.
+
+    ``balanced`` is the purpose's own mix; the other strategies favour their term.
+    """
     return {
         purpose: {_S.BALANCED: _BALANCED[purpose], **_FAVOURED} for purpose in Purpose
     }
@@ -128,8 +130,11 @@ def default_layer_weights() -> dict[Purpose, dict[MemoryLayer, float]]:
 
 
 def default_pressure_profiles() -> dict[PressureState, PressureProfile]:
-    """Graceful degradation: soft favours importance, throttle compresses, exhausted also halves
-    the budget and stops LLM summarization."""
+    """Graceful degradation by pressure state.
+
+    ``soft`` favours importance, ``throttle`` compresses, ``exhausted`` also halves the
+    budget and stops LLM summarization.
+    """
     return {
         PressureState.NORMAL: PressureProfile(),
         PressureState.SOFT: PressureProfile(

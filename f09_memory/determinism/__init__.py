@@ -1,5 +1,4 @@
-"""Determinism (index 19): canonical hashing, the seeded village scenario, and the
-multi-process harness.
+"""Determinism (index 19): canonical hashing, the village scenario, the process harness.
 
 Modules: ``hashing`` (canonical_json, sha256_hex, bundle_hash), ``scenario`` (run_village,
 VillageResult), ``harness`` (run_isolated). ``scenario`` and ``harness`` use the engine, so

@@ -21,8 +21,9 @@ def run_isolated(
     *, agents: int, ticks: int, seed: int, hash_seed: int, episodic_max: int = 1200,
     timeout_s: float = 300.0,
 ) -> dict[str, str]:
-    """Run the village scenario in a subprocess and return its ``{retrieval_hash,
-    state_hash}``.
+    """Run the village scenario in a subprocess and return its two hashes.
+
+    Returns ``{"retrieval_hash": ..., "state_hash": ...}``.
 
     Raises:
         RuntimeError: The subprocess failed (its stderr is included).

@@ -57,8 +57,10 @@ def sha256_hex(value: Any, quantum: int = DEFAULT_QUANTUM) -> str:
 
 
 def bundle_hash(bundle: RetrievedBundle) -> str:
-    """Deterministic hash of a retrieval result: records, totals, flags and diagnostics
-    (everything but the measured ``timeMs``)."""
+    """Deterministic hash of a retrieval result.
+
+    Covers records, totals, flags and diagnostics: everything but the measured ``timeMs``.
+    """
     data = bundle.to_json_dict()
     data["diagnostics"].pop("timeMs", None)
     return sha256_hex(data)

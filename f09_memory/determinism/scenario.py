@@ -141,8 +141,9 @@ def run_village(
     budget_ms: float | None = 2.0,
     on_tick: Callable[[int], None] | None = None,
 ) -> VillageResult:
-    """Run the village on ``engine``: per tick, ingest each agent's events, retrieve each
-    agent's context, then ``engine.tick``.
+    """Run the village on ``engine``.
+
+    Per tick: ingest each agent's events, retrieve each agent's context, then ``engine.tick``.
 
     Args:
         engine: A fresh engine (its config and seed are the caller's).

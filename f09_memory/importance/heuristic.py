@@ -65,16 +65,14 @@ class ImportanceModel:
         self._content_word = re.compile(rf"[a-z0-9']{{{settings.novelty_min_word_len},}}")
 
     def words(self, text: str) -> set[str]:
-        """Distinct lower-cased content words of ``text`` (at least ``novelty_min_word_len``
-        characters)."""
+        """Distinct lower-cased words of ``text`` with >= ``novelty_min_word_len`` chars."""
         return set(self._content_word.findall(text.lower()))
 
     def score(self, text: str, vocabulary: Vocabulary, *, flagged: bool = False) -> float:
         """Return the heuristic importance of ``text`` and update ``vocabulary``."""
         s = self.settings
         lowered = text.lower()
-        hits = sum(1 for w in _WORD.findall(lowered) if w in self._lexicon)
-        hits += 0.5 * text.count("!")
+        hits = sum(1 for w in _WORD.findall(lowered) if w in self._lexicon) + 0.5 * text.count("!")
         emotion = min(1.0, hits / s.emotion_saturation)
         novelty = vocabulary.observe(self.words(text))
         value = (

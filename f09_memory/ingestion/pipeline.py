@@ -19,8 +19,8 @@ from f09_memory.errors import InputInvalidError
 from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
 from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
-from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.base import trusted
+from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.store.agent import NO_DEADLINE
 
@@ -185,6 +185,8 @@ class Ingestor:
                 labels += h
             tags = tuple(red_tags)
         source_event = item.source_event
+        if source_event is None and meta is not None:
+            source_event = meta.source_event
         if source_event is not None:
             source_event, h = redact(source_event)
             labels += h

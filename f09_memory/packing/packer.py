@@ -24,7 +24,7 @@ def pack_sequential(tokens: NDArray[np.int64], budget: int) -> tuple[NDArray[np.
         ``(positions, total_tokens, truncated)``: positions into ``tokens`` that were taken.
 
     Runtime complexity: O(n * s) numpy work where s is the number of skip points (usually
-    0–3); no per-candidate Python loop.
+    0 to 3); no per-candidate Python loop.
     """
     n = int(tokens.shape[0])
     if n == 0:

@@ -90,8 +90,9 @@ class Retriever:
         return hit
 
     def budget_for(self, request: RetrievalRequest, pressure: PressureState) -> int:
-        """The token budget granted: the request's, clamped to ``max_context_tokens``, scaled
-        by the pressure profile.
+        """The token budget granted for ``request`` under ``pressure``.
+
+        The request's budget clamped to ``max_context_tokens``, scaled by ``budget_scale``.
 
         Raises:
             TokenBudgetUndefinedError: The request has no positive ``max_tokens``.
@@ -159,7 +160,7 @@ class Retriever:
                 chosen, total, truncated = pack_sequential(tokens, budget)
                 picked = ordered[chosen]
                 stored = am.records
-                records = [stored[s] for s in picked.tolist()]  # type: ignore[misc]
+                records = [r for r in (stored[s] for s in picked.tolist()) if r is not None]
                 if profile.compress:
                     records, total = self._compress(records, ratio)
         _, parts = self._weights_for(

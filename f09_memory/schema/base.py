@@ -51,6 +51,17 @@ def validation_error(
     return error_for(code, f"invalid {model}: {text}", {"model": model, "errors": problems})
 
 
+def _nested(inner: MemoryEngineError, model: str, loc: tuple[Any, ...]) -> MemoryEngineError:
+    """Re-root a nested model's error at the outer model, prefixing each field with ``loc``."""
+    problems = inner.details.get("errors")
+    if not loc or not isinstance(problems, list):
+        return inner
+    prefix = ".".join(str(p) for p in loc)
+    fixed = [{**p, "field": f"{prefix}.{p['field']}"} for p in problems]
+    text = "; ".join(f"{p['field']}: {p['problem']}" for p in fixed)
+    return error_for(inner.code, f"invalid {model}: {text}", {"model": model, "errors": fixed})
+
+
 class BoundaryModel(BaseModel):
     """Base of every public model.
 
@@ -82,7 +93,7 @@ class BoundaryModel(BaseModel):
         for err in exc.errors(include_url=False):
             cause = (err.get("ctx") or {}).get("error")
             if isinstance(cause, MemoryEngineError):  # raised by a nested model or validator
-                return cause
+                return _nested(cause, cls.__name__, err["loc"])
         for err in exc.errors(include_url=False):
             loc = err["loc"]
             if loc and str(loc[0]) in cls._field_codes:

@@ -101,8 +101,10 @@ class AgentMemory:
         return key
 
     def add(self, record: MemoryRecord, key: int, flagged: bool, deadline: int) -> int:
-        """Store ``record`` under ``key``; return its slot. The caller evicts first if the
-        episodic ring is full."""
+        """Store ``record`` under ``key`` and return its slot.
+
+        The caller evicts first when the episodic ring is full.
+        """
         if self.free:
             slot = self.free.pop()
         else:

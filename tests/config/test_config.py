@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import pytest
+
+from f09_memory import MemoryConfig
+from f09_memory.config import ENV_FIELDS, ScoreWeights
+from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.schema import MemoryLayer, PressureState, Purpose, Strategy
+
+
+def test_defaults_are_the_spec_section_21_values() -> None:
+    c = MemoryConfig()
+    assert (1200, 900_000, 60_000, 25, 3_600_000) == (
+        c.episodic_max, c.episodic_window, c.summarization_min_interval_ms,
+        c.summarization_batch_size, c.decay_half_life_ms)
+    assert (2.5, 0.55, 384, 1800) == (c.importance_boost, c.throttle_compression_ratio,
+                                      c.embedding_dim, c.max_context_tokens)
+    assert ("EMAIL", "UUID", "NUMSEQ16") == c.redact_patterns
+    rp = c.retention_policy
+    assert (400, 300, 250) == (rp.semantic_max, rp.social_max, rp.procedural_max)
+
+
+def test_json_uses_spec_camel_case_field_names() -> None:
+    js = MemoryConfig().to_json_dict()
+    for key in ["episodicWindow", "episodicMax", "summarizationBatchSize",
+                "summarizationMinIntervalMs", "decayHalfLifeMs", "importanceBoost",
+                "throttleCompressionRatio", "embeddingDim", "maxContextTokens",
+                "redactPatterns", "retentionPolicy"]:
+        assert key in js, key
+    assert MemoryConfig() == MemoryConfig.parse(js)
+
+
+def test_tables_cover_every_purpose_strategy_layer_and_pressure() -> None:
+    s = MemoryConfig().scoring
+    for p in Purpose:
+        assert set(Strategy) == set(s.weights[p])
+        assert set(MemoryLayer) == set(s.layer_weights[p])
+        assert s.layer_policy[p]
+    assert set(PressureState) == set(s.pressure)
+    assert s.pressure[PressureState.THROTTLE].compress
+    assert not s.pressure[PressureState.NORMAL].compress
+
+
+@pytest.mark.parametrize(("field", "value", "needle"), [
+    ("episodic_max", 0, "greater than or equal to 1"),
+    ("importance_boost", 0.5, "greater than or equal to 1"),
+    ("throttle_compression_ratio", 1.5, "less than or equal to 1"),
+    ("decay_half_life_ms", 0, "greater than or equal to 1"),
+    ("max_context_tokens", "lots", "valid integer"),
+    ("embedding_dim", 1, "greater than or equal to 2"),
+    ("bus_handler_errors", "ignore", "isolate"),
+])
+def test_out_of_range_values_raise_config_invalid_naming_the_field(
+    field: str, value: object, needle: str
+) -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(**{field: value})
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+    assert field in info.value.message
+    assert needle in info.value.message
+
+
+def test_nested_tables_are_validated() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        ScoreWeights(importance=0, recency=0, semantic=0, structural=0)
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+    with pytest.raises(MemoryEngineError):
+        MemoryConfig(scoring={"layer_policy": {"dialog": ()}})
+
+
+@pytest.mark.parametrize("pattern", ["(unclosed", "a*", "", "[z-a]"])
+def test_bad_redaction_pattern_raises_its_own_code(pattern: str) -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(redact_patterns=("EMAIL", pattern))
+    assert ErrorCode.MEMORY_REDACTION_PATTERN_INVALID == info.value.code
+
+
+def test_from_env_reads_every_section_21_variable() -> None:
+    env = {
+        "MEMORY_EPISODIC_MAX": "50", "MEMORY_EPISODIC_WINDOW_MS": "1000",
+        "MEMORY_SUMMARIZATION_MIN_INTERVAL_MS": "5", "MEMORY_SUMMARIZATION_BATCH": "10",
+        "MEMORY_DECAY_HALFLIFE_MS": "7", "MEMORY_IMPORTANCE_BOOST": "3.5",
+        "MEMORY_THROTTLE_COMPRESSION_RATIO": "0.4", "MEMORY_EMBEDDING_DIM": "64",
+        "MEMORY_MAX_CONTEXT_TOKENS": "900", "MEMORY_REDACT_PATTERNS": "EMAIL, secret-\\d+ ,",
+        "MEMORY_REDACTION_MODE": "off", "MEMORY_RETENTION_SEMANTIC_MAX": "4",
+        "MEMORY_RETENTION_SOCIAL_MAX": "3", "MEMORY_RETENTION_PROCEDURAL_MAX": "2",
+        "UNRELATED": "x",
+    }
+    assert set(ENV_FIELDS) == {k for k in env if k.startswith("MEMORY_")}
+    c = MemoryConfig.from_env(env)
+    assert (50, 1000, 5, 10, 7, 3.5, 0.4, 64, 900) == (
+        c.episodic_max, c.episodic_window, c.summarization_min_interval_ms,
+        c.summarization_batch_size, c.decay_half_life_ms, c.importance_boost,
+        c.throttle_compression_ratio, c.embedding_dim, c.max_context_tokens)
+    assert ("EMAIL", "secret-\\d+") == c.redact_patterns
+    assert not c.redaction_mode
+    assert (4, 3, 2) == (c.retention_policy.semantic_max, c.retention_policy.social_max,
+                         c.retention_policy.procedural_max)
+
+
+def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_EPISODIC_MAX", "77")
+    assert 77 == MemoryConfig.from_env().episodic_max
+
+
+@pytest.mark.parametrize(("var", "value"), [
+    ("MEMORY_EPISODIC_MAX", "many"), ("MEMORY_EPISODIC_MAX", "-1"),
+    ("MEMORY_IMPORTANCE_BOOST", "x"), ("MEMORY_REDACTION_MODE", "maybe"),
+    ("MEMORY_THROTTLE_COMPRESSION_RATIO", "2"),
+])
+def test_bad_env_values_raise_config_invalid(var: str, value: str) -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig.from_env({var: value})
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+
+
+def test_bad_env_pattern_raises_redaction_code() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig.from_env({"MEMORY_REDACT_PATTERNS": "EMAIL,(oops"})
+    assert ErrorCode.MEMORY_REDACTION_PATTERN_INVALID == info.value.code
+
+
+def test_replace_validates_and_keeps_the_rest() -> None:
+    c = MemoryConfig().replace(episodic_max=5)
+    assert (5, 384) == (c.episodic_max, c.embedding_dim)
+    with pytest.raises(MemoryEngineError):
+        c.replace(episodic_max=-1)

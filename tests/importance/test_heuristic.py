@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from f09_memory import MemoryConfig
+from f09_memory.importance import ImportanceModel, Vocabulary, boosted_importance
+
+
+def model() -> ImportanceModel:
+    return ImportanceModel(MemoryConfig().importance)
+
+
+def test_emotional_text_scores_higher_than_neutral() -> None:
+    m = model()
+    calm = m.score("walked along the quiet road today", Vocabulary(64))
+    intense = m.score("bandits attacked and killed the guard! blood everywhere",
+                      Vocabulary(64))
+    assert intense > calm
+
+
+def test_repeated_text_loses_novelty() -> None:
+    m = model()
+    v = Vocabulary(64)
+    first = m.score("the blacksmith repaired my shovel", v)
+    again = m.score("the blacksmith repaired my shovel", v)
+    assert first > again
+
+
+def test_flag_adds_its_weight_and_scores_stay_in_unit_range() -> None:
+    m = model()
+    s = MemoryConfig().importance
+    plain = m.score("walked home", Vocabulary(64))
+    flagged = m.score("walked home", Vocabulary(64), flagged=True)
+    assert round(plain + s.flag_weight, 6) == flagged
+    loud = m.score("attack! kill! fire! blood! death! " * 5, Vocabulary(64), flagged=True)
+    assert 0.0 <= plain and loud <= 1.0
+
+
+def test_scores_are_deterministic() -> None:
+    m = model()
+    texts = ["Saw the smith.", "Fire at the mill!", "Saw the smith."]
+    v1, v2 = Vocabulary(64), Vocabulary(64)
+    assert [m.score(t, v1) for t in texts] == [m.score(t, v2) for t in texts]
+
+
+def test_vocabulary_is_bounded_and_round_trips() -> None:
+    v = Vocabulary(16)
+    for i in range(100):
+        v.observe({f"word{i}"})
+    assert len(v) <= 16
+    clone = Vocabulary(16)
+    clone.set_state(v.get_state())
+    assert v.get_state() == clone.get_state()
+    assert 0.0 == v.observe(set())
+
+
+def test_boost_applies_only_to_flagged() -> None:
+    assert 0.5 == boosted_importance(0.5, False, 2.5)
+    assert 1.25 == boosted_importance(0.5, True, 2.5)

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from f09_memory.packing import HeuristicTokenCounter, estimate_total, pack_sequential
+
+
+def arr(*xs: int) -> np.ndarray:
+    return np.array(xs, dtype=np.int64)
+
+
+def test_everything_fits() -> None:
+    pos, total, truncated = pack_sequential(arr(5, 5), 100)
+    assert ([0, 1], 10, False) == (pos.tolist(), total, truncated)
+
+
+def test_oversized_record_is_skipped_and_packing_goes_on() -> None:
+    pos, total, truncated = pack_sequential(arr(5, 50, 3, 3, 40, 1), 12)
+    assert ([0, 2, 3, 5], 12, True) == (pos.tolist(), total, truncated)
+
+
+def test_exact_fit_is_not_truncated_and_overflow_is() -> None:
+    assert ([0, 1], 10, False) == (lambda r: (r[0].tolist(), r[1], r[2]))(
+        pack_sequential(arr(4, 6), 10))
+    assert ([0], 4, True) == (lambda r: (r[0].tolist(), r[1], r[2]))(
+        pack_sequential(arr(4, 7), 10))
+
+
+def test_empty_and_nothing_fits() -> None:
+    assert ([], 0, False) == (lambda r: (r[0].tolist(), r[1], r[2]))(pack_sequential(arr(), 5))
+    assert ([], 0, True) == (lambda r: (r[0].tolist(), r[1], r[2]))(pack_sequential(arr(9), 5))
+
+
+@given(st.lists(st.integers(0, 60), max_size=60), st.integers(1, 400))
+def test_packing_is_the_greedy_first_fit_in_order(tokens: list[int], budget: int) -> None:
+    pos, total, truncated = pack_sequential(np.array(tokens, dtype=np.int64), budget)
+    # reference: walk in order, take whatever still fits
+    expect, left = [], budget
+    for i, t in enumerate(tokens):
+        if left == 0:
+            break
+        if t <= left:
+            expect.append(i)
+            left -= t
+    chosen = pos.tolist()
+    assert sorted(chosen) == chosen
+    assert total == sum(tokens[i] for i in chosen) <= budget
+    assert truncated == (len(chosen) < len(tokens))
+    assert expect == chosen
+
+
+def test_token_estimate() -> None:
+    c = HeuristicTokenCounter(4.0)
+    assert (0, 1, 1, 2) == (c.count(""), c.count("a"), c.count("abcd"), c.count("abcde"))
+    assert 3 == estimate_total(c, ["a", "abcde"])

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from f09_memory import MemoryConfig, MemoryEngine
+from f09_memory.store import EpisodicRing, MemoryStore, split_record_id
+from f09_memory.testing import capture_events
+
+
+def test_ring_overflow_keeps_exactly_episodic_max_and_expires_the_oldest() -> None:
+    engine = MemoryEngine(MemoryConfig(episodic_max=5))
+    with capture_events(engine.bus, "memory:record:expired") as log:
+        for i in range(12):
+            engine.ingest("a", f"event {i}", now=i)
+            engine._check()
+    kept = [r.content for r in engine.records("a", "episodic")]
+    assert [f"event {i}" for i in range(7, 12)] == kept
+    assert [f"a:{i:010d}" for i in range(7)] == [e.id for e in log.events]
+    assert {"overflow"} == {e.reason for e in log.events}
+
+
+def test_ring_skips_removed_keys_and_never_evicts_below_capacity() -> None:
+    live: set[int] = set()
+    ring = EpisodicRing(3, live.__contains__)
+    for k in range(3):
+        live.add(k)
+        ring.append(k)
+    live.discard(1)
+    ring.discard(1)
+    assert not ring.full
+    live.add(3)
+    ring.append(3)
+    assert ring.full
+    assert 0 == ring.oldest()
+    assert [0, 2, 3] == list(ring)
+
+
+def test_ring_compacts_dead_entries() -> None:
+    live: set[int] = set()
+    ring = EpisodicRing(4, live.__contains__)
+    for k in range(200):
+        live.add(k)
+        ring.append(k)
+        if k % 2 == 0:  # remove from the middle, never the head
+            live.discard(k)
+            ring.discard(k)
+        if ring.full:
+            old = ring.oldest()
+            live.discard(old)
+            ring.discard(old)
+    assert ring.dead_entries() <= 2 * 4 + 16
+    assert sorted(live) == list(ring)
+
+
+def test_non_episodic_layers_iterate_in_time_then_id_order() -> None:
+    engine = MemoryEngine()
+    engine.ingest("a", "late fact", layer="semantic", now=50)
+    engine.ingest("a", "early fact", layer="semantic", now=10)
+    engine.ingest("a", "same time, later id", layer="semantic", now=10)
+    engine._check()
+    assert ["early fact", "same time, later id", "late fact"] == [
+        r.content for r in engine.records("a", "semantic")]
+    assert ["early fact", "same time, later id", "late fact"] == [
+        r.content for r in engine.records("a")]
+
+
+def test_slots_are_reused_so_columns_stay_bounded() -> None:
+    engine = MemoryEngine(MemoryConfig(episodic_max=10))
+    for i in range(5_000):
+        engine.ingest("a", f"e{i}", importance=0.5, now=i)
+    am = engine._store.get("a")
+    assert am is not None
+    assert am.hi <= 10
+    assert am.capacity <= 64
+    engine._check()
+
+
+def test_split_record_id() -> None:
+    assert ("npc:1", 42) == split_record_id("npc:1:0000000042")
+    for bad in ["nope", "a:12", ":0000000001", "a:00000000x1", 7]:
+        assert split_record_id(bad) is None  # type: ignore[arg-type]
+
+
+def test_store_iterates_agents_in_sorted_order() -> None:
+    store = MemoryStore(10)
+    for name in ["b", "a", "c"]:
+        store.get_or_create(name)
+    assert ["a", "b", "c"] == store.agent_ids()
+    assert ["a", "b", "c"] == [am.agent_id for am in store]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_stress_random_operations_keep_invariants_and_match_a_model(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    engine = MemoryEngine(MemoryConfig(episodic_max=25), seed=seed)
+    model: dict[str, tuple[str, int | None]] = {}  # id -> (layer, deadline)
+    layers = ["episodic", "episodic", "semantic", "social", "spatial", "procedural", "system"]
+    now = 0
+    for _ in range(1_500):
+        op = rng.random()
+        agent = f"agent-{int(rng.integers(0, 3))}"
+        if op < 0.8:
+            layer = layers[int(rng.integers(0, len(layers)))]
+            ttl = int(rng.integers(1, 200)) if rng.random() < 0.3 else None
+            rec = engine.ingest(agent, f"text {int(rng.integers(0, 1000))}", layer=layer,
+                                ttl=ttl, importance=float(rng.random()), now=now)
+            model[rec.id] = (layer, None if ttl is None else now + ttl)
+            # the model of the ring: keep only the newest episodic_max episodic per agent
+            ep = sorted(i for i, (lay, _) in model.items()
+                        if lay == "episodic" and i.startswith(agent + ":"))
+            for gone in ep[:-25]:
+                del model[gone]
+        else:
+            now += int(rng.integers(0, 100))
+            engine.tick(now, budget_ms=None)
+            for rid, (_, deadline) in list(model.items()):
+                if deadline is not None and deadline <= now:
+                    del model[rid]
+        engine._check()
+    live = {r.id for a in engine.agents() for r in engine.records(a)}
+    assert set(model) == live

@@ -1,0 +1,41 @@
+"""Public-API calls that must type-check under mypy --strict (run by CI, not by pytest)."""
+
+from __future__ import annotations
+
+from f09_memory import (
+    ErrorCode,
+    MemoryConfig,
+    MemoryEngine,
+    MemoryEngineError,
+    MemoryRecord,
+    RetrievalRequest,
+    RetrievedBundle,
+    TickReport,
+    bundle_hash,
+)
+from f09_memory.bus import RecordCreated
+
+engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
+rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
+                                  now=1_000)
+recs: list[MemoryRecord] = engine.ingest_many("npc-1", [{"content": "x"}, "y"], now=1_000)
+bundle: RetrievedBundle = engine.retrieve(
+    RetrievalRequest(agent_id="npc-1", purpose="dialog", max_tokens=400), now=2_000)
+bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
+                                                        "purpose": "dialog",
+                                                        "maxTokens": 10}])
+report: TickReport = engine.tick(3_000, budget_ms=2.0)
+engine.set_pressure("throttle")
+digest: str = engine.state_hash() + bundle_hash(bundle)
+
+
+def on_created(event: RecordCreated) -> None:
+    print(event.id, event.importance)
+
+
+unsubscribe = engine.bus.subscribe("memory:record:created", on_created)
+unsubscribe()
+try:
+    engine.get("npc-1:0000009999")
+except MemoryEngineError as exc:
+    code: ErrorCode = exc.code
