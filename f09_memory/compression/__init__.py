@@ -7,7 +7,14 @@ from f09_memory.compression.strategies import (
     ELLIPSIS,
     clip_to_tokens,
     compressed_budget,
+    compressed_budgets,
     first_sentence_tags,
 )
 
-__all__ = ["ELLIPSIS", "clip_to_tokens", "compressed_budget", "first_sentence_tags"]
+__all__ = [
+    "ELLIPSIS",
+    "clip_to_tokens",
+    "compressed_budget",
+    "compressed_budgets",
+    "first_sentence_tags",
+]

@@ -125,8 +125,10 @@ class MemoryConfig(_ConfigModel):
         Raises:
             ConfigInvalidError: A changed value is out of range.
         """
-        data = self.model_dump(by_alias=False)
-        data.update(changes)
+        data = self.model_dump(by_alias=True)
+        aliases = {name: field.alias or name for name, field in MemoryConfig.model_fields.items()}
+        for key, value in changes.items():
+            data[aliases.get(key, key)] = value
         return MemoryConfig.parse(data)
 
     @classmethod

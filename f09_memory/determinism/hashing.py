@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from f09_memory.errors import InputInvalidError
 from f09_memory.schema.retrieval import RetrievedBundle
 
 __all__ = ["DEFAULT_QUANTUM", "bundle_hash", "canonical_json", "canonicalize", "sha256_hex"]
@@ -41,7 +42,11 @@ def canonicalize(value: Any, quantum: int = DEFAULT_QUANTUM) -> Any:
         return [canonicalize(v, quantum) for v in value]
     if hasattr(value, "item"):  # numpy scalar
         return canonicalize(value.item(), quantum)
-    raise TypeError(f"cannot canonicalize {type(value).__name__}")
+    raise InputInvalidError(
+        f"cannot hash a {type(value).__name__}: use JSON-like values (str, int, float, bool, "
+        "None, lists, mappings, enums)",
+        details={"type": type(value).__name__},
+    )
 
 
 def canonical_json(value: Any, quantum: int = DEFAULT_QUANTUM) -> bytes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from f09_memory.protocols import TokenCounter
+
 __all__ = ["HeuristicTokenCounter", "estimate_total"]
 
 
@@ -28,6 +30,6 @@ class HeuristicTokenCounter:
         return max(1, math.ceil(len(text) / self.chars_per_token))
 
 
-def estimate_total(counter: HeuristicTokenCounter, texts: Sequence[str]) -> int:
+def estimate_total(counter: TokenCounter, texts: Sequence[str]) -> int:
     """Pre-flight estimate of the tokens of several texts."""
     return sum(counter.count(t) for t in texts)

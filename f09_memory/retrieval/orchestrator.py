@@ -19,11 +19,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.bus import EngineBus, RetrievalPerformed
-from f09_memory.compression.strategies import compressed_budget, first_sentence_tags
+from f09_memory.compression.strategies import (
+    compressed_budget,
+    compressed_budgets,
+    first_sentence_tags,
+)
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import TokenBudgetUndefinedError
-from f09_memory.packing.packer import pack_sequential
 from f09_memory.protocols import TokenCounter
+from f09_memory.retrieval.ranking import rank_and_pack
 from f09_memory.retrieval.scoring import (
     SCORE_KEYS,
     ScoringContext,
@@ -31,6 +35,7 @@ from f09_memory.retrieval.scoring import (
     effective_weights,
     quantize,
 )
+from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import (
@@ -151,18 +156,17 @@ class Retriever:
                 )
                 scores = compute_scores(am, slots, ctx, term.similarities)
                 q = quantize(scores, self.config.score_quantum)
-                order = np.lexsort((am.key[slots], -q))
-                ordered = slots[order]
-                tokens = am.tokens[ordered].astype(np.int64)
+                tokens = am.tokens[slots].astype(np.int64)
                 ratio = profile.compression_ratio or self.config.throttle_compression_ratio
                 if profile.compress:
-                    tokens = np.maximum(1, np.ceil(tokens * ratio)).astype(np.int64)
-                chosen, total, truncated = pack_sequential(tokens, budget)
-                picked = ordered[chosen]
+                    tokens = compressed_budgets(tokens, ratio)
+                chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, budget)
+                picked = slots[chosen]
                 stored = am.records
-                records = [r for r in (stored[s] for s in picked.tolist()) if r is not None]
                 if profile.compress:
-                    records, total = self._compress(records, ratio)
+                    records, total = self._compress(am, am.key[picked].tolist(), ratio)
+                else:
+                    records = [r for r in (stored[s] for s in picked.tolist()) if r is not None]
         _, parts = self._weights_for(
             request.purpose, request.strategy, pressure, term.similarities is not None
         )
@@ -197,15 +201,24 @@ class Retriever:
         return bundle
 
     def _compress(
-        self, records: list[MemoryRecord], ratio: float
+        self, am: AgentMemory, keys: list[int], ratio: float
     ) -> tuple[list[MemoryRecord], int]:
+        """Compressed forms of the records ``keys`` (cached per record and ratio)."""
         out: list[MemoryRecord] = []
         total = 0
         counter = self.counter
-        for rec in records:
-            bound = compressed_budget(rec.tokens_estimate or 0, ratio)
-            text = first_sentence_tags(rec.content, rec.metadata.tags, bound, counter)
-            n = counter.count(text)
-            total += n
-            out.append(rec.model_copy(update={"content": text, "tokens_estimate": n}))
+        cache = am.compressed
+        for key in keys:
+            hit = cache.get(key)
+            if hit is None or hit[0] != ratio:
+                rec = am.record(key)
+                assert rec is not None
+                bound = compressed_budget(rec.tokens_estimate or 0, ratio)
+                text = first_sentence_tags(rec.content, rec.metadata.tags, bound, counter)
+                values = dict(rec.__dict__)
+                values["content"] = text
+                values["tokens_estimate"] = counter.count(text)
+                hit = cache[key] = (ratio, trusted(MemoryRecord, values))
+            out.append(hit[1])
+            total += hit[1].tokens_estimate or 0
         return out, total

@@ -54,6 +54,8 @@ class AgentMemory:
         self.slot_of: dict[int, int] = {}
         self.records: list[MemoryRecord | None] = []
         self.free: list[int] = []
+        self.compressed: dict[int, tuple[float, MemoryRecord]] = {}
+        """Cache of compressed forms by key: ``(ratio, record)`` (see retrieval)."""
         self.layer_counts = np.zeros(_N_LAYERS, dtype=np.int64)
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.layers: dict[int, SortedList] = {
@@ -135,6 +137,7 @@ class AgentMemory:
     def remove(self, key: int) -> MemoryRecord:
         """Remove the live record ``key`` and return it. Runtime complexity: O(log n)."""
         slot = self.slot_of.pop(key)
+        self.compressed.pop(key, None)
         record = self.records[slot]
         assert record is not None
         code = int(self.layer[slot])
@@ -151,6 +154,7 @@ class AgentMemory:
     def replace_record(self, key: int, record: MemoryRecord) -> None:
         """Swap the stored object of ``key`` for an updated one with the same id and layer."""
         slot = self.slot_of[key]
+        self.compressed.pop(key, None)
         self.records[slot] = record
         self.importance[slot] = record.importance
 
@@ -182,6 +186,7 @@ class AgentMemory:
         assert not self.alive[hi:].any(), "live slot above the high-water mark"
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
+        assert set(self.compressed) <= set(self.slot_of), "compressed cache holds a dead key"
         for slot in self.free:
             assert not self.alive[slot] and self.records[slot] is None
         counts = np.bincount(self.layer[:hi][alive], minlength=_N_LAYERS)

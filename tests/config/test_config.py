@@ -121,7 +121,7 @@ def test_bad_env_pattern_raises_redaction_code() -> None:
 
 
 def test_replace_validates_and_keeps_the_rest() -> None:
-    c = MemoryConfig().replace(episodic_max=5)
-    assert (5, 384) == (c.episodic_max, c.embedding_dim)
+    c = MemoryConfig().replace(episodic_max=5, maxContextTokens=100)
+    assert (5, 384, 100) == (c.episodic_max, c.embedding_dim, c.max_context_tokens)
     with pytest.raises(MemoryEngineError):
         c.replace(episodic_max=-1)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from f09_memory import MemoryEngineError
 from f09_memory.determinism import canonical_json, canonicalize, sha256_hex
 
 
@@ -16,5 +17,5 @@ def test_last_bit_float_noise_does_not_change_the_hash() -> None:
 
 def test_non_finite_and_unsupported_values() -> None:
     assert ["nan", "inf", "-inf"] == canonicalize([float("nan"), float("inf"), float("-inf")])
-    with pytest.raises(TypeError):
+    with pytest.raises(MemoryEngineError):
         canonicalize(object())
