@@ -1,0 +1,92 @@
+"""Ingestion (index 3): one-by-one and batched.
+
+Spec section 15: >= 2,000 records/min sustained. Goals: single >= 30,000/s,
+ingest_many >= 100,000/s.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from targets import record, rounds
+
+from f09_memory import MemoryConfig, MemoryEngine
+
+SPEC_PER_S = 2_000 / 60
+WORDS = [
+    "smith",
+    "well",
+    "gold",
+    "debt",
+    "market",
+    "guard",
+    "fire",
+    "bread",
+    "river",
+    "king",
+    "queen",
+    "sword",
+    "horse",
+]
+
+
+def texts(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, 12)).capitalize() + "." for _ in range(n)]
+
+
+def test_ingest_one_by_one(benchmark) -> None:
+    benchmark.group = "ingestion"
+    engine = MemoryEngine(MemoryConfig(episodic_max=1_200))
+    pool = texts(1_000)
+    counter = itertools.count()
+
+    def one() -> None:
+        i = next(counter)
+        engine.ingest("npc", pool[i % 1_000], importance=0.5, tags=["t"], now=i)
+
+    benchmark.pedantic(one, rounds=rounds(20_000, 5_000), iterations=1, warmup_rounds=100)
+    per_s = 1.0 / benchmark.stats.stats.mean
+    record("ingest one-by-one", per_s, "/s", spec=SPEC_PER_S, goal=30_000, higher_is_better=True)
+
+
+def test_ingest_many(benchmark) -> None:
+    benchmark.group = "ingestion"
+    batch = [{"content": t, "importance": 0.5, "tags": ["t"]} for t in texts(1_000)]
+    engine = MemoryEngine(MemoryConfig(episodic_max=5_000))
+    counter = itertools.count()
+
+    def many() -> None:
+        engine.ingest_many(f"npc-{next(counter) % 8}", batch, now=1)
+
+    benchmark.pedantic(many, rounds=rounds(60, 15), iterations=1, warmup_rounds=2)
+    per_s = len(batch) / benchmark.stats.stats.mean
+    record(
+        "ingest_many (batches of 1,000)",
+        per_s,
+        "/s",
+        spec=SPEC_PER_S,
+        goal=100_000,
+        higher_is_better=True,
+    )
+
+
+def test_ingest_heuristic_importance(benchmark) -> None:
+    benchmark.group = "ingestion"
+    batch = [{"content": t} for t in texts(1_000, seed=1)]
+    engine = MemoryEngine(MemoryConfig(episodic_max=5_000))
+    benchmark.pedantic(
+        lambda: engine.ingest_many("npc", batch, now=1),
+        rounds=rounds(40, 10),
+        iterations=1,
+        warmup_rounds=1,
+    )
+    record(
+        "ingest_many, heuristic importance",
+        len(batch) / benchmark.stats.stats.mean,
+        "/s",
+        spec=SPEC_PER_S,
+        goal=None,
+        higher_is_better=True,
+    )
