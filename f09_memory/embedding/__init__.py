@@ -1,0 +1,32 @@
+"""Embedding (index 6): providers that turn texts into vectors, and safe batching.
+
+Modules: ``hashing`` (HashingEmbedder: deterministic signed feature hashing, no dependencies),
+``null`` (NullEmbedder, the explicit "no embeddings" provider, and ``is_available``),
+``sentence_transformers`` (SentenceTransformerEmbedder, the optional ``[embeddings]`` extra,
+offline-capable), ``batching`` (embed_in_batches: slices, result checks, L2 normalization,
+error translation to MEMORY_EMBEDDING_FAILED). The provider contract itself,
+``EmbeddingProvider``, lives in :mod:`f09_memory.protocols`.
+"""
+
+from f09_memory.embedding.batching import check_texts, embed_in_batches, l2_normalize_rows
+from f09_memory.embedding.hashing import HashingEmbedder
+from f09_memory.embedding.null import NullEmbedder, is_available
+from f09_memory.embedding.sentence_transformers import (
+    DEFAULT_MODEL,
+    SentenceTransformerEmbedder,
+    bundled_model_path,
+    resolve_model,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "HashingEmbedder",
+    "NullEmbedder",
+    "SentenceTransformerEmbedder",
+    "bundled_model_path",
+    "check_texts",
+    "embed_in_batches",
+    "is_available",
+    "l2_normalize_rows",
+    "resolve_model",
+]
