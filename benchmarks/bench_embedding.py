@@ -1,6 +1,7 @@
 """Embedding throughput (index 6): the hashing embedder on short game-log sentences."""
 
 import numpy as np
+from targets import record
 
 from f09_memory.embedding import HashingEmbedder, embed_in_batches
 
@@ -30,6 +31,7 @@ def _report(benchmark, texts: int, label: str) -> None:
     rate = texts / mean
     benchmark.extra_info["texts_per_s"] = round(rate)
     print(f"\n[bench] {label}: {rate:,.0f} texts/s (mean {mean * 1e3:.2f} ms / {texts} texts)")
+    record(label, rate, "/s", spec=None, goal=20_000, higher_is_better=True)
 
 
 def test_hashing_embedder_1000_short_sentences_warm_cache(benchmark):

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from targets import record, timings_ms
 
 from f09_memory.vector_index import ExactIndex, HnswIndex, recall_at_k
 
@@ -92,6 +93,11 @@ def test_hnsw_search_top10_clustered(benchmark, hnsw_large):
     assert len(keys) == 10
     _report(benchmark, f"HnswIndex search k=10 over {HNSW_N}x{DIM} (ef=64)")
     print(f"[bench] HnswIndex recall@10 vs exact over {QUERIES} queries: {recall:.4f}")
+    record(f"HNSW recall@10 vs exact, {HNSW_N} pts", recall, "", spec=0.95, goal=0.95,
+           higher_is_better=True)
+    ms = timings_ms(benchmark)
+    record(f"HNSW search k=10 over {HNSW_N}x{DIM}, p95", np.percentile(ms, 95), "ms",
+           spec=10.0, goal=None)
 
 
 def test_exact_search_top10_at_hnsw_size_for_comparison(benchmark, hnsw_large):

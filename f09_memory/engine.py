@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from f09_memory.bus import (
     DecayApplied,
@@ -40,8 +41,10 @@ from f09_memory.ingestion.pipeline import (
     validate_mapping,
 )
 from f09_memory.packing.tokens import HeuristicTokenCounter
-from f09_memory.protocols import PressureSource, TokenCounter
-from f09_memory.retrieval.orchestrator import Retriever
+from f09_memory.embedding.hashing import HashingEmbedder
+from f09_memory.protocols import EmbeddingProvider, PressureSource, TokenCounter
+from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
+from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
@@ -52,6 +55,13 @@ __all__ = ["MemoryEngine", "TickReport"]
 
 logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
+
+
+class _Default:
+    """Marker for "use the default embedder" (``None`` means none)."""
+
+
+_DEFAULT = _Default()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,7 @@ class TickReport:
         decayed: Live records whose decayed importance was refreshed.
         expired: Records removed because their TTL passed.
         deferred_agents: Agents left for the next tick because the budget ran out.
+        embedded: Records (re-)embedded this tick (earlier failures, or a new provider).
         cycle_complete: Whether this tick finished a full pass over all agents.
         pressure: The pressure state in force after the tick.
     """
@@ -78,6 +89,7 @@ class TickReport:
     expired: int
     deferred_agents: int
     cycle_complete: bool
+    embedded: int
     pressure: PressureState
 
 
@@ -111,6 +123,9 @@ class MemoryEngine:
         token_counter: Token estimator (``TokenCounter``); defaults to the chars-per-token
             heuristic of the config.
         pressure_source: Rate governor polled by ``tick``.
+        embedder: Embedding provider for the semantic term. Default: the deterministic
+            ``HashingEmbedder`` (``embedding_dim``, seeded by ``seed``); ``None`` or a
+            ``NullEmbedder`` turns the semantic term off (its weight is redistributed).
 
     Example:
         >>> engine = MemoryEngine(MemoryConfig(), seed=0)
@@ -130,6 +145,7 @@ class MemoryEngine:
         seed: int = 0,
         token_counter: TokenCounter | None = None,
         pressure_source: PressureSource | None = None,
+        embedder: EmbeddingProvider | None | _Default = _DEFAULT,
     ) -> None:
         if config is None:
             config = MemoryConfig()
@@ -156,6 +172,9 @@ class MemoryEngine:
         self._store = MemoryStore(config.episodic_max)
         self._ingestor = Ingestor(config, self.counter)
         self._retriever = Retriever(config, self.bus, self.counter)
+        if isinstance(embedder, _Default):
+            embedder = HashingEmbedder(config.embedding_dim, seed=seed)
+        self._semantic = SemanticMemory(config, self.bus, embedder, seed)
         self._clock = 0
         self._pressure = PressureState.NORMAL
         self._maint = _Maintenance()
@@ -216,21 +235,36 @@ class MemoryEngine:
                          self.config.max_records_per_agent},
             )
 
-    def _store_one(self, am: AgentMemory, item: PendingRecord, now: int,
-                   events: list[Any]) -> MemoryRecord:
-        if item.layer is _EPISODIC and am.ring.full:
-            old = am.remove(am.ring.oldest())
-            events.append(RecordExpired(id=old.id, layer=old.layer.value, reason="overflow"))
-        key = am.reserve_key()
-        record, deadline, labels = self._ingestor.build(
-            item, am.agent_id, am.id_of(key), now, self._extras(am.agent_id).vocabulary
-        )
-        am.add(record, key, record.metadata.flagged, deadline)
-        events.append(RecordCreated(id=record.id, layer=record.layer.value,
-                                    agent_id=am.agent_id, importance=record.importance))
-        if labels:
-            events.append(RecordRedacted(id=record.id, patterns=labels))
-        return record
+    def _store_batch(
+        self, am: AgentMemory, items: Sequence[PendingRecord], now: int, events: list[Any]
+    ) -> list[MemoryRecord]:
+        """Build, embed (one batch call) and store validated items, queueing their events."""
+        vocabulary = self._extras(am.agent_id).vocabulary
+        built = []
+        for item in items:
+            key = am.reserve_key()
+            record, deadline, labels = self._ingestor.build(
+                item, am.agent_id, am.id_of(key), now, vocabulary)
+            built.append((key, record, deadline, labels))
+        semantic = self._semantic
+        vectors = semantic.embed_batch(am.agent_id, [b[1] for b in built], events)
+        out = []
+        for i, (key, record, deadline, labels) in enumerate(built):
+            if record.layer is _EPISODIC and am.ring.full:
+                old = am.remove(am.ring.oldest())
+                events.append(RecordExpired(id=old.id, layer=old.layer.value, reason="overflow"))
+            if vectors is not None:
+                # The record has not left the engine yet: set its embedding version in place.
+                record.__dict__["embedding_ref"] = semantic.version
+            slot = am.add(record, key, record.metadata.flagged, deadline)
+            if vectors is not None:
+                semantic.attach(am, slot, key, vectors[i])
+            events.append(RecordCreated(id=record.id, layer=record.layer.value,
+                                        agent_id=am.agent_id, importance=record.importance))
+            if labels:
+                events.append(RecordRedacted(id=record.id, patterns=labels))
+            out.append(record)
+        return out
 
     def _publish(self, events: list[Any]) -> None:
         bus = self.bus
@@ -280,7 +314,7 @@ class MemoryEngine:
         if am is None:
             am = self._store.get_or_create(agent_id)
         events: list[Any] = []
-        record = self._store_one(am, item, t, events)
+        (record,) = self._store_batch(am, (item,), t, events)
         self._publish(events)
         return record
 
@@ -322,19 +356,27 @@ class MemoryEngine:
         if am is None:
             am = self._store.get_or_create(agent_id)
         events: list[Any] = []
-        out = [self._store_one(am, item, t, events) for item in pending]
+        out = self._store_batch(am, pending, t, events)
         self._publish(events)
         return out
 
     # ------------------------------------------------------------------ retrieval
     def retrieve(
-        self, request: RetrievalRequest | Mapping[str, Any], *, now: int | None = None
+        self,
+        request: RetrievalRequest | Mapping[str, Any],
+        *,
+        now: int | None = None,
+        query_vectors: NDArray[np.float32] | None = None,
     ) -> RetrievedBundle:
         """Build the agent's context bundle for ``request`` (spec section 9).
 
+        The semantic term is the cosine similarity to the centroid of ``request.query``
+        (embedded once) and the optional ``query_vectors`` (``(n, dim)`` or ``(dim,)``).
+
         Ordering guarantee: quantized score descending, then id ascending; identical state
-        and request give an identical bundle (``bundle_hash``) on any machine.
-        Runtime complexity: O(n log n) numpy work over the agent's records.
+        and request give an identical bundle (``bundle_hash``) on any machine (with an HNSW
+        preselection: on the same build and CPU).
+        Runtime complexity: O(n) numpy work plus O(k log k) for the k packable records.
 
         Raises:
             TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
@@ -343,7 +385,14 @@ class MemoryEngine:
         req = RetrievalRequest.parse(request)
         t = self._time(now)
         pressure = req.pressure_state or self._pressure
-        bundle = self._retriever.retrieve(self._store.get(req.agent_id), req, t, pressure)
+        semantic = self._semantic
+
+        def term(
+            am: AgentMemory, slots: NDArray[np.intp], r: RetrievalRequest
+        ) -> tuple[SemanticTerm, NDArray[np.intp]]:
+            return semantic.term(am, slots, r, query_vectors)
+
+        bundle = self._retriever.retrieve(self._store.get(req.agent_id), req, t, pressure, term)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
                          req.agent_id, req.purpose.value, len(bundle.records),
@@ -401,6 +450,24 @@ class MemoryEngine:
             out.append(rec)
         return out
 
+    @property
+    def embedder(self) -> EmbeddingProvider | None:
+        """The embedding provider in use (``None``: semantic term off)."""
+        return self._semantic.provider
+
+    def set_embedder(self, embedder: EmbeddingProvider | None) -> None:
+        """Switch the embedding provider.
+
+        A provider with a different ``version`` makes stored vectors stale: they are
+        re-embedded, and indexes rebuilt, by later ticks in bounded slices (until then stale
+        records score 0 on the semantic term).
+
+        Raises:
+            InputInvalidError: ``embedder`` does not fit the EmbeddingProvider protocol.
+        """
+        if self._semantic.set_provider(embedder) or not self._semantic.available:
+            self._semantic.invalidate(self._store)
+
     # ------------------------------------------------------------------ maintenance
     def set_pressure(self, state: PressureState | str) -> None:
         """Set the rate-governor pressure; emits ``memory:pressure:changed`` on a change.
@@ -424,7 +491,9 @@ class MemoryEngine:
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
         """Advance the clock to ``now`` and run a slice of maintenance.
 
-        Maintenance is TTL expiry and the importance-decay pass, agent by agent in id order.
+        Maintenance is TTL expiry and the importance-decay pass, agent by agent in id order,
+        then (with budget left) re-embedding records whose embedding failed or went stale,
+        then building or migrating vector indexes of large agents.
 
         The budget is counted in work units (records scanned; ``work_units_per_ms`` per
         millisecond), never by the wall clock, so the same calls do the same work on any
@@ -476,6 +545,16 @@ class MemoryEngine:
                 break
         complete = cursor == 0
         self._maint.cursor = cursor
+        left = None if budget is None else max(0, budget - used)
+        if left is None or left > 0:
+            embedded, spent, failures = self._semantic.retry_slice(self._store, left)
+            events.extend(failures)
+            used += spent
+            left = None if budget is None else max(0, budget - used)
+        else:
+            embedded = 0
+        if left is None or left > 0:
+            used += self._semantic.index_slice(self._store, left)
         self._publish(events)
         return TickReport(
             now=t,
@@ -486,6 +565,7 @@ class MemoryEngine:
             expired=expired,
             deferred_agents=0 if complete else n - cursor,
             cycle_complete=complete,
+            embedded=embedded,
             pressure=self._pressure,
         )
 

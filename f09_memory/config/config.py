@@ -113,6 +113,11 @@ class MemoryConfig(_ConfigModel):
     """Agents with more candidates than this are preselected (top-K by similarity, importance,
     recency) before exact hybrid scoring; below it every candidate is scored."""
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 256
+    embed_cost_units: PosInt = 5_000
+    """Work units ``tick`` counts per text it (re-)embeds (about 25 µs of hashing)."""
+    index_insert_cost_units: PosInt = 100_000
+    """Work units ``tick`` counts per vector it inserts into an index being built (HNSW
+    inserts cost about 0.5 ms each)."""
 
     @model_validator(mode="after")
     def _check_patterns(self) -> MemoryConfig:

@@ -57,8 +57,11 @@ class SemanticTerm:
     fallback: str | None = None
 
 
-SemanticScorer = Callable[[AgentMemory, NDArray[np.intp], RetrievalRequest], SemanticTerm]
-"""Returns the semantic term for candidate slots of an agent (wired by the engine)."""
+SemanticScorer = Callable[
+    [AgentMemory, NDArray[np.intp], RetrievalRequest], tuple[SemanticTerm, NDArray[np.intp]]
+]
+"""Returns the semantic term for an agent's candidate slots and the slots to score (the
+candidates themselves, or a preselected subset for large agents); wired by the engine."""
 
 _NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
 
@@ -146,7 +149,7 @@ class Retriever:
             filtered = am.live - candidates
             if candidates:
                 if semantic is not None:
-                    term = semantic(am, slots, request)
+                    term, slots = semantic(am, slots, request)
                 weights, _ = self._weights_for(
                     request.purpose, request.strategy, pressure, term.similarities is not None
                 )

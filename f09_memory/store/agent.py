@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sortedcontainers import SortedList
 
+from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.store.ring import EpisodicRing
@@ -71,11 +72,19 @@ class AgentMemory:
         self.deadline = np.zeros(0, dtype=np.int64)
         self.decayed = np.zeros(0, dtype=np.float64)
         self.alive = np.zeros(0, dtype=np.bool_)
+        self.embedded = np.zeros(0, dtype=np.bool_)
+        self.vectors: NDArray[np.float32] | None = None
+        """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
+        self.index: VectorIndex | None = None
+        """Nearest-neighbour index over the embedded keys (large agents only)."""
+        self.index_build: VectorIndex | None = None
+        """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
+        self.index_cursor = 0
         self._grow(initial_capacity)
 
     _COLUMNS = (
         "key", "layer", "importance", "flagged", "created", "anchor", "tokens", "deadline",
-        "decayed", "alive",
+        "decayed", "alive", "embedded",
     )
 
     def _grow(self, capacity: int) -> None:
@@ -85,7 +94,24 @@ class AgentMemory:
             new[: old.shape[0]] = old
             setattr(self, name, new)
         self.records.extend([None] * (capacity - self.capacity))
+        if self.vectors is not None:
+            grown = np.zeros((capacity, self.vectors.shape[1]), dtype=np.float32)
+            grown[: self.vectors.shape[0]] = self.vectors
+            self.vectors = grown
         self.capacity = capacity
+
+    def ensure_vectors(self, dim: int) -> NDArray[np.float32]:
+        """The vector column, allocated (or re-allocated for a new ``dim``) on demand."""
+        if self.vectors is None or self.vectors.shape[1] != dim:
+            self.vectors = np.zeros((self.capacity, dim), dtype=np.float32)
+            self.embedded[:] = False
+        return self.vectors
+
+    def drop_index(self) -> None:
+        """Forget the index and any build in progress (a new embedder makes them stale)."""
+        self.index = None
+        self.index_build = None
+        self.index_cursor = 0
 
     @property
     def live(self) -> int:
@@ -125,6 +151,7 @@ class AgentMemory:
         self.deadline[slot] = deadline
         self.decayed[slot] = record.importance
         self.alive[slot] = True
+        self.embedded[slot] = False
         self.records[slot] = record
         self.slot_of[key] = slot
         self.layer_counts[code] += 1
@@ -146,6 +173,12 @@ class AgentMemory:
         else:
             self.layers[code].remove((int(self.anchor[slot]), key))
         self.alive[slot] = False
+        if self.embedded[slot]:
+            self.embedded[slot] = False
+            gone = np.array([key], dtype=np.int64)
+            for index in (self.index, self.index_build):
+                if index is not None:
+                    index.remove(gone)
         self.records[slot] = None
         self.layer_counts[code] -= 1
         self.free.append(slot)
@@ -184,6 +217,9 @@ class AgentMemory:
         alive = self.alive[:hi]
         assert int(alive.sum()) == len(self.slot_of), "alive column disagrees with slot map"
         assert not self.alive[hi:].any(), "live slot above the high-water mark"
+        assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
+        if self.index is not None:
+            assert len(self.index) <= int(self.embedded[:hi].sum()), "index holds dead keys"
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
         assert set(self.compressed) <= set(self.slot_of), "compressed cache holds a dead key"

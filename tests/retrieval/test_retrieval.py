@@ -152,7 +152,12 @@ def test_weights_come_from_config_and_semantic_weight_is_redistributed() -> None
     base = MemoryConfig().scoring.weights["dialog"]["balanced"]  # type: ignore[index]
     expected_iw = base.importance / (base.importance + base.recency + base.structural)
     assert pytest.approx(expected_iw, abs=1e-9) == weights["importance"]
-    assert "MEMORY_EMBEDDING_UNAVAILABLE" == d.semantic_fallback
+    assert "NO_QUERY" == d.semantic_fallback  # the default embedder needs a query
+    without = MemoryEngine(embedder=None)
+    without.ingest("a", "x", now=0)
+    d2 = without.retrieve(req(purpose="dialog", query="x"), now=0).diagnostics
+    assert "MEMORY_EMBEDDING_UNAVAILABLE" == d2.semantic_fallback
+    assert 0.0 == {c.key: c.weight for c in d2.scoring_breakdown}["semantic"]
 
 
 def test_recency_strategy_prefers_recent_records() -> None:

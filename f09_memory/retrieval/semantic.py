@@ -1,0 +1,296 @@
+"""The semantic term: record embeddings, query centroids, preselection for large agents.
+
+- At ingest, a batch's contents are embedded in one ``embed_in_batches`` call. A provider
+  that raises is reported (``memory:embedding:failed``, code ``MEMORY_EMBEDDING_FAILED``);
+  the records are stored anyway, un-embedded, and ``tick`` retries them.
+- A provider with a new ``version`` marks every vector stale; ``tick`` re-embeds in bounded
+  slices (counted work, deterministic), never in one stall.
+- ``semantic = max(0, cos(record, query centroid))``. The centroid is the normalized mean of
+  the query text's embedding and any explicit query vectors. Un-embedded records score 0.
+- Agents with more candidates than ``semantic_preselect_threshold`` are preselected: the
+  union of the index's top-K by similarity, the top-K by importance and the top-K by
+  recency is scored exactly, so a vital but dissimilar memory is never missed. Below the
+  threshold (or while an agent's index is still being built) every candidate is scored.
+- Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
+  :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices,
+  inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
+  exact search everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.bus import EmbeddingFailed, EngineBus
+from f09_memory.config.config import MemoryConfig
+from f09_memory.embedding.batching import embed_in_batches
+from f09_memory.embedding.hashing import HashingEmbedder
+from f09_memory.embedding.null import is_available
+from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
+from f09_memory.protocols import EmbeddingProvider
+from f09_memory.retrieval.orchestrator import SemanticTerm
+from f09_memory.schema.base import trusted
+from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.retrieval import RetrievalRequest
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.store import MemoryStore
+from f09_memory.vector_index.hnsw import HnswIndex
+from f09_memory.vector_index.select import make_index
+
+__all__ = ["NO_QUERY", "SemanticMemory"]
+
+NO_QUERY = "NO_QUERY"
+"""``semantic_fallback`` when the request carried neither query text nor query vectors."""
+
+_QUERY_CACHE_MAX = 256
+
+
+class SemanticMemory:
+    """Owns the embedding provider and every agent's vectors and index."""
+
+    def __init__(
+        self, config: MemoryConfig, bus: EngineBus, provider: EmbeddingProvider | None, seed: int
+    ) -> None:
+        self.config = config
+        self.bus = bus
+        self.seed = seed
+        self.provider: EmbeddingProvider | None = None
+        self.version: str | None = None
+        self._queries: dict[str, NDArray[np.float32]] = {}
+        self.set_provider(provider)
+
+    # ------------------------------------------------------------------ provider
+    @property
+    def available(self) -> bool:
+        """Whether a usable provider is configured."""
+        return self.provider is not None and is_available(self.provider)
+
+    def set_provider(self, provider: EmbeddingProvider | None) -> bool:
+        """Use ``provider`` from now on; return True if stored vectors became stale.
+
+        Raises:
+            InputInvalidError: ``provider`` does not fit the EmbeddingProvider protocol.
+        """
+        if provider is not None and not isinstance(provider, EmbeddingProvider):
+            raise InputInvalidError(
+                "embedder must provide dim, version and embed(texts) (EmbeddingProvider)",
+                details={"got": type(provider).__name__},
+            )
+        old = self.version
+        self.provider = provider
+        self.version = str(provider.version) if provider is not None and is_available(
+            provider) else None
+        self._queries.clear()
+        return old is not None and old != self.version
+
+    def invalidate(self, store: MemoryStore) -> None:
+        """Mark every vector stale and drop every index (after a provider change)."""
+        for am in store:
+            am.embedded[:] = False
+            am.drop_index()
+
+    # ------------------------------------------------------------------ embedding
+    def _embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        provider = self.provider
+        assert provider is not None
+        if type(provider) is HashingEmbedder:
+            # Our own embedder returns finite unit float32 rows already: skip the re-checks.
+            return provider.embed(texts)
+        return embed_in_batches(provider, texts, self.config.embedding_batch_size)
+
+    def embed_batch(
+        self, agent_id: str, records: Sequence[MemoryRecord], events: list[Any]
+    ) -> NDArray[np.float32] | None:
+        """Embed the contents of records about to be stored; ``None`` if unavailable or the
+        provider failed (a ``memory:embedding:failed`` event is queued in ``events``)."""
+        if not self.available or not records:
+            return None
+        try:
+            return self._embed([r.content for r in records])
+        except MemoryEngineError as exc:
+            events.append(EmbeddingFailed(
+                agent_id=agent_id, record_ids=tuple(r.id for r in records),
+                reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
+            return None
+
+    def attach(self, am: AgentMemory, slot: int, key: int, vector: NDArray[np.float32]) -> None:
+        """Store a record's vector; index it when the agent's index is complete."""
+        vectors = am.ensure_vectors(int(vector.shape[0]))
+        vectors[slot] = vector
+        am.embedded[slot] = True
+        if am.index is not None:
+            am.index.add(np.array([key], dtype=np.int64), vector[None, :])
+
+    def retry_slice(self, store: MemoryStore, budget: int | None) -> tuple[int, int, list[Any]]:
+        """Embed un-embedded live records (failed or stale), agents in id order, keys in
+        order, within ``budget`` work units. Returns ``(embedded, used_units, events)``."""
+        events: list[Any] = []
+        if not self.available:
+            return 0, 0, events
+        cost = self.config.embed_cost_units
+        done = used = 0
+        for am in store:
+            hi = am.hi
+            todo = np.flatnonzero(am.alive[:hi] & ~am.embedded[:hi])
+            if todo.shape[0] == 0:
+                continue
+            todo = todo[np.argsort(am.key[todo], kind="stable")]
+            if budget is not None:
+                room = (budget - used) // cost
+                if room <= 0:
+                    break
+                todo = todo[:room]
+            slots = todo.tolist()
+            records = [am.records[s] for s in slots]
+            used += cost * len(slots)
+            try:
+                vecs = self._embed([r.content for r in records if r is not None])
+            except MemoryEngineError as exc:
+                events.append(EmbeddingFailed(
+                    agent_id=am.agent_id,
+                    record_ids=tuple(r.id for r in records if r is not None),
+                    reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
+                break
+            for i, slot in enumerate(slots):
+                rec = records[i]
+                assert rec is not None
+                key = int(am.key[slot])
+                if rec.embedding_ref != self.version:
+                    values = dict(rec.__dict__)
+                    values["embedding_ref"] = self.version
+                    am.replace_record(key, trusted(MemoryRecord, values))
+                self.attach(am, slot, key, vecs[i])
+            done += len(slots)
+        return done, used, events
+
+    # ------------------------------------------------------------------ indexes
+    def index_slice(self, store: MemoryStore, budget: int | None) -> int:
+        """Build or migrate agent indexes in key order within ``budget``; returns units used.
+
+        An agent needs an index once its embedded records exceed
+        ``semantic_preselect_threshold``; its kind (exact or HNSW) follows ``exact_index_max``.
+        A build in progress serves no query until complete; then it replaces the old index.
+        """
+        cfg = self.config
+        cost = cfg.index_insert_cost_units
+        used = 0
+        for am in store:
+            hi = am.hi
+            count = int(am.embedded[:hi].sum())
+            if count <= cfg.semantic_preselect_threshold or am.vectors is None:
+                continue
+            want_hnsw = count > cfg.exact_index_max
+            if am.index_build is None:
+                if am.index is not None and isinstance(am.index, HnswIndex) == want_hnsw:
+                    continue
+                am.index_build = make_index(
+                    count, am.vectors.shape[1], exact_max=cfg.exact_index_max, m=cfg.hnsw_m,
+                    ef_construction=cfg.hnsw_ef_construction, ef=cfg.hnsw_ef,
+                    seed=self.seed, quantum=cfg.score_quantum)
+                am.index_cursor = 0
+            slots = np.flatnonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
+            slots = slots[np.argsort(am.key[slots], kind="stable")]
+            if budget is not None:
+                room = (budget - used) // cost
+                if room <= 0:
+                    break
+                slots = slots[:room]
+            if slots.shape[0]:
+                keys = am.key[slots]
+                am.index_build.add(keys, am.vectors[slots])
+                am.index_cursor = int(keys[-1]) + 1
+                used += cost * int(slots.shape[0])
+            remaining = np.count_nonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
+            if remaining == 0:
+                am.index, am.index_build, am.index_cursor = am.index_build, None, 0
+        return used
+
+    # ------------------------------------------------------------------ retrieval
+    def query_vector(
+        self, text: str | None, vectors: NDArray[np.float32] | None
+    ) -> NDArray[np.float32] | None:
+        """The unit query centroid from ``text`` and/or explicit ``vectors``; ``None`` if
+        there is nothing to embed.
+
+        Raises:
+            InputInvalidError: ``vectors`` is not a finite ``(n, dim)`` or ``(dim,)`` array.
+            EmbeddingFailedError: The provider failed on the query text.
+        """
+        assert self.provider is not None
+        dim = int(self.provider.dim)
+        parts: list[NDArray[np.float32]] = []
+        if text:
+            cached = self._queries.get(text)
+            if cached is None:
+                cached = self._embed([text])[0]
+                if len(self._queries) >= _QUERY_CACHE_MAX:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[text] = cached
+            parts.append(cached[None, :])
+        if vectors is not None:
+            arr = np.asarray(vectors, dtype=np.float32)
+            if arr.ndim == 1:
+                arr = arr[None, :]
+            if arr.ndim != 2 or arr.shape[1] != dim or not np.isfinite(arr).all():
+                raise InputInvalidError(
+                    f"query_vectors must be finite with shape (n, {dim}) or ({dim},)",
+                    details={"shape": list(arr.shape)})
+            norms = np.linalg.norm(arr, axis=1, keepdims=True)
+            parts.append((arr / np.where(norms > 0, norms, 1.0)).astype(np.float32))
+        if not parts:
+            return None
+        centroid = np.concatenate(parts).mean(axis=0)
+        norm = float(np.linalg.norm(centroid))
+        if norm == 0.0:
+            return None
+        out: NDArray[np.float32] = (centroid / norm).astype(np.float32)
+        return out
+
+    def term(
+        self,
+        am: AgentMemory,
+        slots: NDArray[np.intp],
+        request: RetrievalRequest,
+        query_vectors: NDArray[np.float32] | None = None,
+    ) -> tuple[SemanticTerm, NDArray[np.intp]]:
+        """The semantic term for candidate ``slots`` and the slots to score (preselected for
+        large agents)."""
+        if not self.available:
+            return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE.value), slots
+        q = self.query_vector(request.query, query_vectors)
+        if q is None:
+            return SemanticTerm(None, NO_QUERY), slots
+        if am.vectors is None:
+            return SemanticTerm(np.zeros(slots.shape[0]), None), slots
+        if slots.shape[0] > self.config.semantic_preselect_threshold and am.index is not None:
+            slots = self._preselect(am, slots, q)
+        if slots.shape[0] * 4 < am.hi:  # few rows: gather them
+            sims = (am.vectors[slots] @ q).astype(np.float64)
+        else:  # most rows: one contiguous product beats copying the rows out
+            sims = (am.vectors[: am.hi] @ q).astype(np.float64)[slots]
+        sims[~am.embedded[slots]] = 0.0
+        np.clip(sims, 0.0, 1.0, out=sims)
+        return SemanticTerm(sims, None), slots
+
+    def _preselect(
+        self, am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32]
+    ) -> NDArray[np.intp]:
+        k = self.config.semantic_preselect_k
+        assert am.index is not None
+        keys, _ = am.index.search(q, min(len(am.index), k))
+        near = np.fromiter((am.slot_of.get(int(key), -1) for key in keys), dtype=np.intp,
+                           count=int(keys.shape[0]))
+        picks = [near[near >= 0], slots[am.flagged[slots]]]
+        for column in (am.importance, am.anchor):
+            values = column[slots]
+            top = min(k, int(slots.shape[0]))
+            picks.append(slots[np.argpartition(-values, top - 1)[:top]])
+        union = np.unique(np.concatenate(picks))
+        candidate = np.zeros(am.hi, dtype=np.bool_)
+        candidate[slots] = True
+        selected: NDArray[np.intp] = union[candidate[union]]
+        return selected
