@@ -20,7 +20,7 @@ from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, Strategy
 from f09_memory.testing import evaluate_retrieval, pure_weights_config
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_retrieval import engine_with  # noqa: E402
+from bench_retrieval import engine_with
 
 LARGE = 20_000 if SHORT else 100_000
 LABELED = Path(__file__).parents[1] / "tests" / "data" / "retrieval_quality.json"

@@ -26,6 +26,7 @@ from f09_memory.bus import (
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import decay_pass
 from f09_memory.determinism.hashing import sha256_hex
+from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.errors import (
     CapacityExceededError,
     InputInvalidError,
@@ -41,7 +42,6 @@ from f09_memory.ingestion.pipeline import (
     validate_mapping,
 )
 from f09_memory.packing.tokens import HeuristicTokenCounter
-from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.protocols import EmbeddingProvider, PressureSource, TokenCounter
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
@@ -145,7 +145,7 @@ class MemoryEngine:
         seed: int = 0,
         token_counter: TokenCounter | None = None,
         pressure_source: PressureSource | None = None,
-        embedder: EmbeddingProvider | None | _Default = _DEFAULT,
+        embedder: EmbeddingProvider | _Default | None = _DEFAULT,
     ) -> None:
         if config is None:
             config = MemoryConfig()

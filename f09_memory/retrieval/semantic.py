@@ -105,8 +105,11 @@ class SemanticMemory:
     def embed_batch(
         self, agent_id: str, records: Sequence[MemoryRecord], events: list[Any]
     ) -> NDArray[np.float32] | None:
-        """Embed the contents of records about to be stored; ``None`` if unavailable or the
-        provider failed (a ``memory:embedding:failed`` event is queued in ``events``)."""
+        """Embed the contents of records about to be stored.
+
+        Returns ``None`` if no provider is available or it failed (then a
+        ``memory:embedding:failed`` event is queued in ``events``).
+        """
         if not self.available or not records:
             return None
         try:
@@ -126,8 +129,10 @@ class SemanticMemory:
             am.index.add(np.array([key], dtype=np.int64), vector[None, :])
 
     def retry_slice(self, store: MemoryStore, budget: int | None) -> tuple[int, int, list[Any]]:
-        """Embed un-embedded live records (failed or stale), agents in id order, keys in
-        order, within ``budget`` work units. Returns ``(embedded, used_units, events)``."""
+        """Embed un-embedded live records (failed or stale) within ``budget`` work units.
+
+        Agents in id order, keys in order. Returns ``(embedded, used_units, events)``.
+        """
         events: list[Any] = []
         if not self.available:
             return 0, 0, events
@@ -213,8 +218,9 @@ class SemanticMemory:
     def query_vector(
         self, text: str | None, vectors: NDArray[np.float32] | None
     ) -> NDArray[np.float32] | None:
-        """The unit query centroid from ``text`` and/or explicit ``vectors``; ``None`` if
-        there is nothing to embed.
+        """The unit query centroid from ``text`` and/or explicit ``vectors``.
+
+        ``None`` when there is nothing to embed.
 
         Raises:
             InputInvalidError: ``vectors`` is not a finite ``(n, dim)`` or ``(dim,)`` array.
@@ -257,8 +263,10 @@ class SemanticMemory:
         request: RetrievalRequest,
         query_vectors: NDArray[np.float32] | None = None,
     ) -> tuple[SemanticTerm, NDArray[np.intp]]:
-        """The semantic term for candidate ``slots`` and the slots to score (preselected for
-        large agents)."""
+        """The semantic term for candidate ``slots`` and the slots to score.
+
+        The slots are the candidates, or a preselected subset for large agents.
+        """
         if not self.available:
             return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE.value), slots
         q = self.query_vector(request.query, query_vectors)
