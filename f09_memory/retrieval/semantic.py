@@ -212,6 +212,7 @@ class SemanticMemory:
             remaining = np.count_nonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
             if remaining == 0:
                 am.index, am.index_build, am.index_cursor = am.index_build, None, 0
+                am.enable_rank_lists()
         return used
 
     # ------------------------------------------------------------------ retrieval
@@ -293,12 +294,18 @@ class SemanticMemory:
         near = np.fromiter((am.slot_of.get(int(key), -1) for key in keys), dtype=np.intp,
                            count=int(keys.shape[0]))
         picks = [near[near >= 0], slots[am.flagged[slots]]]
-        for column in (am.importance, am.anchor):
-            values = column[slots]
-            top = min(k, int(slots.shape[0]))
-            picks.append(slots[np.argpartition(-values, top - 1)[:top]])
-        union = np.unique(np.concatenate(picks))
         candidate = np.zeros(am.hi, dtype=np.bool_)
         candidate[slots] = True
+        if am.by_importance is not None and am.by_recency is not None:
+            for order in (am.by_importance, am.by_recency):
+                top = am.top_keys(order, k, candidate)
+                picks.append(np.fromiter((am.slot_of[t] for t in top), dtype=np.intp,
+                                         count=len(top)))
+        else:
+            for column in (am.importance, am.anchor):
+                values = column[slots]
+                top_n = min(k, int(slots.shape[0]))
+                picks.append(slots[np.argpartition(-values, top_n - 1)[:top_n]])
+        union = np.unique(np.concatenate(picks))
         selected: NDArray[np.intp] = union[candidate[union]]
         return selected

@@ -80,6 +80,10 @@ class AgentMemory:
         self.index_build: VectorIndex | None = None
         """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
         self.index_cursor = 0
+        self.by_importance: SortedList | None = None
+        """``(-importance, key)`` of live records, kept only for large agents (preselection)."""
+        self.by_recency: SortedList | None = None
+        """``(-anchor, key)`` of live records, kept with ``by_importance``."""
         self._grow(initial_capacity)
 
     _COLUMNS = (
@@ -106,6 +110,28 @@ class AgentMemory:
             self.vectors = np.zeros((self.capacity, dim), dtype=np.float32)
             self.embedded[:] = False
         return self.vectors
+
+    def enable_rank_lists(self) -> None:
+        """Build the importance and recency orders (O(n log n)); kept up to date afterwards."""
+        if self.by_importance is not None:
+            return
+        slots = self.live_slots()
+        keys = self.key[slots].tolist()
+        self.by_importance = SortedList(zip((-self.importance[slots]).tolist(), keys,
+                                            strict=True))
+        self.by_recency = SortedList(zip((-self.anchor[slots]).tolist(), keys, strict=True))
+
+    def top_keys(self, order: SortedList, k: int, allowed: NDArray[np.bool_]) -> list[int]:
+        """The first ``k`` keys of ``order`` whose slots are ``allowed``. O(k') for the k'
+        entries visited."""
+        out: list[int] = []
+        slot_of = self.slot_of
+        for _, key in order:
+            if allowed[slot_of[key]]:
+                out.append(key)
+                if len(out) == k:
+                    break
+        return out
 
     def drop_index(self) -> None:
         """Forget the index and any build in progress (a new embedder makes them stale)."""
@@ -155,6 +181,9 @@ class AgentMemory:
         self.records[slot] = record
         self.slot_of[key] = slot
         self.layer_counts[code] += 1
+        if self.by_importance is not None and self.by_recency is not None:
+            self.by_importance.add((-record.importance, key))
+            self.by_recency.add((-record.recency_anchor, key))
         if code == _EPISODIC:
             self.ring.append(key)
         else:
@@ -168,6 +197,9 @@ class AgentMemory:
         record = self.records[slot]
         assert record is not None
         code = int(self.layer[slot])
+        if self.by_importance is not None and self.by_recency is not None:
+            self.by_importance.remove((-float(self.importance[slot]), key))
+            self.by_recency.remove((-int(self.anchor[slot]), key))
         if code == _EPISODIC:
             self.ring.discard(key)
         else:
@@ -188,6 +220,9 @@ class AgentMemory:
         """Swap the stored object of ``key`` for an updated one with the same id and layer."""
         slot = self.slot_of[key]
         self.compressed.pop(key, None)
+        if self.by_importance is not None:
+            self.by_importance.remove((-float(self.importance[slot]), key))
+            self.by_importance.add((-record.importance, key))
         self.records[slot] = record
         self.importance[slot] = record.importance
 
@@ -220,6 +255,8 @@ class AgentMemory:
         assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
         if self.index is not None:
             assert len(self.index) <= int(self.embedded[:hi].sum()), "index holds dead keys"
+        if self.by_importance is not None and self.by_recency is not None:
+            assert len(self.by_importance) == len(self.by_recency) == len(self.slot_of)
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
         assert set(self.compressed) <= set(self.slot_of), "compressed cache holds a dead key"
