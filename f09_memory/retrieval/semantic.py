@@ -270,7 +270,13 @@ class SemanticMemory:
         """
         if not self.available:
             return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE.value), slots
-        q = self.query_vector(request.query, query_vectors)
+        try:
+            q = self.query_vector(request.query, query_vectors)
+        except MemoryEngineError as exc:
+            if exc.code is not ErrorCode.MEMORY_EMBEDDING_FAILED:
+                raise
+            # A provider failing on the query degrades to the fallback score path.
+            return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_FAILED.value), slots
         if q is None:
             return SemanticTerm(None, NO_QUERY), slots
         if am.vectors is None:

@@ -89,6 +89,16 @@ def test_failure_during_retry_is_reported_and_retried_again() -> None:
     assert 1 == engine.tick(2).embedded
 
 
+def test_provider_failing_on_the_query_degrades_to_the_fallback_path() -> None:
+    embedder = FakeEmbedder(16)
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=embedder)
+    village(engine)
+    engine.set_embedder(FailingEmbedder(dim=16, failures=10))
+    bundle = engine.retrieve(req("wolves"), now=10)
+    assert "MEMORY_EMBEDDING_FAILED" == bundle.diagnostics.semantic_fallback
+    assert 4 == len(bundle.records)
+
+
 def test_new_embedder_version_re_embeds_in_bounded_slices() -> None:
     engine = MemoryEngine(MemoryConfig(embedding_dim=16, work_units_per_ms=10_000,
                                        embed_cost_units=1_000),
