@@ -9,26 +9,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from bench_retrieval import WORDS
 from targets import record, rounds
 
 from f09_memory import MemoryConfig, MemoryEngine
 
 SPEC_PER_S = 2_000 / 60
-WORDS = [
-    "smith",
-    "well",
-    "gold",
-    "debt",
-    "market",
-    "guard",
-    "fire",
-    "bread",
-    "river",
-    "king",
-    "queen",
-    "sword",
-    "horse",
-]
 
 
 def texts(n: int, seed: int = 0) -> list[str]:

@@ -49,6 +49,21 @@ NO_QUERY = "NO_QUERY"
 _QUERY_CACHE_MAX = 256
 
 
+def _slice_in_key_order(
+    am: AgentMemory, mask: NDArray[np.bool_], budget: int | None, used: int, cost: int
+) -> NDArray[np.intp] | None:
+    """Slots where ``mask`` holds, in key order, as many as the budget left pays for.
+
+    Each slot costs ``cost`` units; ``None`` when the budget is already spent.
+    """
+    slots = np.flatnonzero(mask)
+    slots = slots[np.argsort(am.key[slots], kind="stable")]
+    if budget is None:
+        return slots
+    room = (budget - used) // cost
+    return None if room <= 0 else slots[:room]
+
+
 class SemanticMemory:
     """Owns the embedding provider and every agent's vectors and index."""
 
@@ -140,15 +155,11 @@ class SemanticMemory:
         done = used = 0
         for am in store:
             hi = am.hi
-            todo = np.flatnonzero(am.alive[:hi] & ~am.embedded[:hi])
+            todo = _slice_in_key_order(am, am.alive[:hi] & ~am.embedded[:hi], budget, used, cost)
+            if todo is None:
+                break
             if todo.shape[0] == 0:
                 continue
-            todo = todo[np.argsort(am.key[todo], kind="stable")]
-            if budget is not None:
-                room = (budget - used) // cost
-                if room <= 0:
-                    break
-                todo = todo[:room]
             slots = todo.tolist()
             records = [am.records[s] for s in slots]
             used += cost * len(slots)
@@ -197,13 +208,10 @@ class SemanticMemory:
                     ef_construction=cfg.hnsw_ef_construction, ef=cfg.hnsw_ef,
                     seed=self.seed, quantum=cfg.score_quantum)
                 am.index_cursor = 0
-            slots = np.flatnonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
-            slots = slots[np.argsort(am.key[slots], kind="stable")]
-            if budget is not None:
-                room = (budget - used) // cost
-                if room <= 0:
-                    break
-                slots = slots[:room]
+            slots = _slice_in_key_order(
+                am, am.embedded[:hi] & (am.key[:hi] >= am.index_cursor), budget, used, cost)
+            if slots is None:
+                break
             if slots.shape[0]:
                 keys = am.key[slots]
                 am.index_build.add(keys, am.vectors[slots])

@@ -122,8 +122,10 @@ class AgentMemory:
         self.by_recency = SortedList(zip((-self.anchor[slots]).tolist(), keys, strict=True))
 
     def top_keys(self, order: SortedList, k: int, allowed: NDArray[np.bool_]) -> list[int]:
-        """The first ``k`` keys of ``order`` whose slots are ``allowed``. O(k') for the k'
-        entries visited."""
+        """The first ``k`` keys of ``order`` whose slots are ``allowed``.
+
+        Runtime complexity: O(k') for the k' entries visited.
+        """
         out: list[int] = []
         slot_of = self.slot_of
         for _, key in order:
