@@ -1,21 +1,35 @@
 """Compression strategies applied to packed records under pressure (spec sections 9, 11).
 
-``first_sentence_tags`` (the throttle path): the first sentence of the content followed by
-its tags, then clipped so its token count is at most ``ceil(original * ratio)``.
+Text strategies (the registry :data:`TEXT_STRATEGIES`, chosen per pressure state by
+``PressureProfile.compression_strategy``), each bounded to ``ceil(tokens * ratio)`` tokens:
+
+- ``first_sentence_tags`` (the throttle path of spec section 9): the first sentence of the
+  content followed by its tags;
+- ``ratio_truncate``: the content cut to the bound.
+
+``PressureProfile.drop_metadata`` additionally returns records with empty metadata except
+``flagged`` and ``source_ref_ids`` (for hosts that serialize metadata into prompts).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.protocols import TokenCounter
+from f09_memory.schema.base import trusted
+from f09_memory.schema.records import MemoryRecord, RecordMetadata
 
 __all__ = [
     "ELLIPSIS",
+    "TEXT_STRATEGIES",
+    "TextStrategy",
+    "compress_record",
+    "ratio_truncate",
     "clip_to_tokens",
     "compressed_budget",
     "compressed_budgets",
@@ -67,3 +81,44 @@ def first_sentence_tags(
     first = _SENTENCE_END.split(content.strip(), maxsplit=1)[0]
     text = f"{first} [{', '.join(tags)}]" if tags else first
     return clip_to_tokens(text, max_tokens, counter)
+
+
+def ratio_truncate(
+    content: str, tags: tuple[str, ...], max_tokens: int, counter: TokenCounter
+) -> str:
+    """The content itself, clipped to ``max_tokens`` (tags are not added)."""
+    return clip_to_tokens(content.strip(), max_tokens, counter)
+
+
+TextStrategy = Callable[[str, tuple[str, ...], int, TokenCounter], str]
+TEXT_STRATEGIES: Mapping[str, TextStrategy] = {
+    "first_sentence_tags": first_sentence_tags,
+    "ratio_truncate": ratio_truncate,
+}
+"""The compression registry: strategy name -> text function (content, tags, bound, counter)."""
+
+
+def compress_record(
+    record: MemoryRecord,
+    *,
+    strategy: str,
+    ratio: float,
+    counter: TokenCounter,
+    drop_metadata: bool = False,
+) -> MemoryRecord:
+    """A compressed copy of ``record`` (same id; the stored record is untouched).
+
+    Raises:
+        KeyError: ``strategy`` is not in :data:`TEXT_STRATEGIES` (config validation
+            prevents this for engine calls).
+    """
+    bound = compressed_budget(record.tokens_estimate or 0, ratio)
+    text = TEXT_STRATEGIES[strategy](record.content, record.metadata.tags, bound, counter)
+    values = dict(record.__dict__)
+    values["content"] = text
+    values["tokens_estimate"] = counter.count(text)
+    if drop_metadata:
+        meta = record.metadata
+        values["metadata"] = RecordMetadata(flagged=meta.flagged,
+                                            source_ref_ids=meta.source_ref_ids)
+    return trusted(MemoryRecord, values)

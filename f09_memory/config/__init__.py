@@ -8,6 +8,7 @@ variable map).
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
 from f09_memory.config.tables import (
+    CompressionStrategy,
     PressureProfile,
     ScoreWeights,
     ScoringTables,
@@ -16,6 +17,7 @@ from f09_memory.config.tables import (
 
 __all__ = [
     "ENV_FIELDS",
+    "CompressionStrategy",
     "ImportanceSettings",
     "MemoryConfig",
     "MemoryEnv",

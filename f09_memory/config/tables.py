@@ -15,6 +15,7 @@ from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer, PressureState, Purpose, Strategy
 
 __all__ = [
+    "CompressionStrategy",
     "NonNegative",
     "PressureProfile",
     "ScoreWeights",
@@ -28,6 +29,7 @@ __all__ = [
 
 NonNegative = Annotated[float, Field(ge=0.0, le=1000.0, allow_inf_nan=False)]
 SummarizationMode = Literal["llm", "heuristic", "skip"]
+CompressionStrategy = Literal["first_sentence_tags", "ratio_truncate"]
 
 _L = MemoryLayer
 _P = Purpose
@@ -62,7 +64,11 @@ class PressureProfile(_ConfigModel):
 
     Attributes:
         weight_multipliers: Multiplied into the purpose/strategy weights (then renormalized).
-        compress: Whether packed records are compressed (first sentence + tags).
+        compress: Whether packed records are compressed.
+        compression_strategy: The text strategy of the compression registry
+            (``first_sentence_tags`` or ``ratio_truncate``).
+        drop_metadata: Whether compressed records also lose their metadata (but ``flagged``
+            and ``source_ref_ids``).
         compression_ratio: Token ratio kept by compression; ``None`` uses
             ``MemoryConfig.throttle_compression_ratio``.
         budget_scale: Fraction of the requested token budget granted (0 < scale <= 1).
@@ -73,6 +79,8 @@ class PressureProfile(_ConfigModel):
         importance=1.0, recency=1.0, semantic=1.0, structural=1.0
     )
     compress: bool = False
+    compression_strategy: CompressionStrategy = "first_sentence_tags"
+    drop_metadata: bool = False
     compression_ratio: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     budget_scale: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     summarization: SummarizationMode = "llm"
@@ -132,8 +140,8 @@ def default_layer_weights() -> dict[Purpose, dict[MemoryLayer, float]]:
 def default_pressure_profiles() -> dict[PressureState, PressureProfile]:
     """Graceful degradation by pressure state.
 
-    ``soft`` favours importance, ``throttle`` compresses, ``exhausted`` also halves the
-    budget and stops LLM summarization.
+    ``soft`` favours importance, ``throttle`` compresses (first sentence + tags),
+    ``exhausted`` also drops metadata, halves the budget and stops LLM summarization.
     """
     return {
         PressureState.NORMAL: PressureProfile(),
@@ -146,6 +154,7 @@ def default_pressure_profiles() -> dict[PressureState, PressureProfile]:
         PressureState.EXHAUSTED: PressureProfile(
             weight_multipliers=_w(2.0, 1.0, 0.25, 1.0),
             compress=True,
+            drop_metadata=True,
             budget_scale=0.5,
             summarization="skip",
         ),

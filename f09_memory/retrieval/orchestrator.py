@@ -19,12 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.bus import EngineBus, RetrievalPerformed
-from f09_memory.compression.strategies import (
-    compressed_budget,
-    compressed_budgets,
-    first_sentence_tags,
-)
+from f09_memory.compression.strategies import compress_record, compressed_budgets
 from f09_memory.config.config import MemoryConfig
+from f09_memory.config.tables import PressureProfile
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.ranking import rank_and_pack
@@ -35,7 +32,6 @@ from f09_memory.retrieval.scoring import (
     effective_weights,
     quantize,
 )
-from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import (
@@ -167,7 +163,7 @@ class Retriever:
                 picked = slots[chosen]
                 stored = am.records
                 if profile.compress:
-                    records, total = self._compress(am, am.key[picked].tolist(), ratio)
+                    records, total = self._compress(am, am.key[picked].tolist(), ratio, profile)
                 else:
                     records = [r for r in (stored[s] for s in picked.tolist()) if r is not None]
         _, parts = self._weights_for(
@@ -204,24 +200,21 @@ class Retriever:
         return bundle
 
     def _compress(
-        self, am: AgentMemory, keys: list[int], ratio: float
+        self, am: AgentMemory, keys: list[int], ratio: float, profile: PressureProfile
     ) -> tuple[list[MemoryRecord], int]:
-        """Compressed forms of the records ``keys`` (cached per record and ratio)."""
+        """Compressed forms of the records ``keys`` (cached per record and settings)."""
         out: list[MemoryRecord] = []
         total = 0
-        counter = self.counter
         cache = am.compressed
+        settings = (ratio, profile.compression_strategy, profile.drop_metadata)
         for key in keys:
             hit = cache.get(key)
-            if hit is None or hit[0] != ratio:
+            if hit is None or hit[0] != settings:
                 rec = am.record(key)
                 assert rec is not None
-                bound = compressed_budget(rec.tokens_estimate or 0, ratio)
-                text = first_sentence_tags(rec.content, rec.metadata.tags, bound, counter)
-                values = dict(rec.__dict__)
-                values["content"] = text
-                values["tokens_estimate"] = counter.count(text)
-                hit = cache[key] = (ratio, trusted(MemoryRecord, values))
+                hit = cache[key] = (settings, compress_record(
+                    rec, strategy=profile.compression_strategy, ratio=ratio,
+                    counter=self.counter, drop_metadata=profile.drop_metadata))
             out.append(hit[1])
             total += hit[1].tokens_estimate or 0
         return out, total

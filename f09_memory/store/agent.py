@@ -55,8 +55,8 @@ class AgentMemory:
         self.slot_of: dict[int, int] = {}
         self.records: list[MemoryRecord | None] = []
         self.free: list[int] = []
-        self.compressed: dict[int, tuple[float, MemoryRecord]] = {}
-        """Cache of compressed forms by key: ``(ratio, record)`` (see retrieval)."""
+        self.compressed: dict[int, tuple[tuple[float, str, bool], MemoryRecord]] = {}
+        """Cache of compressed forms by key: ``((ratio, strategy, drop_metadata), record)``."""
         self.layer_counts = np.zeros(_N_LAYERS, dtype=np.int64)
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.layers: dict[int, SortedList] = {

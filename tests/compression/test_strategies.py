@@ -3,13 +3,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from f09_memory import MemoryConfig, MemoryEngine, MemoryEngineError, RetrievalRequest
 from f09_memory.compression import (
     ELLIPSIS,
+    TEXT_STRATEGIES,
     clip_to_tokens,
+    compress_record,
     compressed_budget,
     compressed_budgets,
     first_sentence_tags,
+    ratio_truncate,
 )
+from f09_memory.errors import ErrorCode
 from f09_memory.packing import HeuristicTokenCounter
 
 COUNTER = HeuristicTokenCounter(4.0)
@@ -53,3 +58,49 @@ def test_vectorized_budgets_equal_the_scalar_ones() -> None:
 def test_compressed_budget() -> None:
     assert (1, 1, 6, 55) == (compressed_budget(0, 0.55), compressed_budget(1, 0.55),
                              compressed_budget(10, 0.55), compressed_budget(100, 0.55))
+
+
+def test_registry_names_every_strategy() -> None:
+    assert {"first_sentence_tags", "ratio_truncate"} == set(TEXT_STRATEGIES)
+
+
+def test_ratio_truncate_keeps_the_start_of_the_content_within_the_bound() -> None:
+    text = ratio_truncate("First part. Second part that is long enough to cut.", ("t",), 5,
+                          COUNTER)
+    assert text.startswith("First part. Sec") and COUNTER.count(text) <= 5
+
+
+def test_compress_record_can_drop_metadata_but_keeps_flag_and_sources() -> None:
+    engine = MemoryEngine(embedder=None)
+    rec = engine.ingest("a", "The mill burned down. Everyone watched.", flagged=True,
+                        metadata={"tags": ["fire"], "spatial": {"x": 1, "y": 2},
+                                  "sourceRefIds": ["a:0000000009"]}, now=0)
+    out = compress_record(rec, strategy="first_sentence_tags", ratio=0.55, counter=COUNTER,
+                          drop_metadata=True)
+    assert rec.id == out.id and "Everyone" not in out.content
+    assert (True, ("a:0000000009",), (), None) == (
+        out.metadata.flagged, out.metadata.source_ref_ids, out.metadata.tags,
+        out.metadata.spatial)
+    assert engine.get(rec.id).metadata.spatial is not None
+
+
+def test_pressure_profile_chooses_the_strategy() -> None:
+    profiles = {"throttle": {"compress": True, "compression_strategy": "ratio_truncate"}}
+    engine = MemoryEngine(MemoryConfig(scoring={"pressure": {
+        **MemoryConfig().scoring.pressure, **profiles}}), embedder=None)
+    engine.ingest("a", "Alpha beta gamma. Delta epsilon zeta eta theta iota kappa.",
+                  tags=["greek"], now=0)
+    bundle = engine.retrieve(RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=99,
+                                              pressure_state="throttle"), now=0)
+    assert "[greek]" not in bundle.records[0].content
+    exhausted = engine.retrieve(RetrievalRequest(agent_id="a", purpose="dialog",
+                                                 max_tokens=99, pressure_state="exhausted"),
+                                now=0)
+    assert () == exhausted.records[0].metadata.tags
+
+
+def test_unknown_strategy_name_is_a_config_error() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(scoring={"pressure": {**MemoryConfig().scoring.pressure,
+                                           "throttle": {"compression_strategy": "zip"}}})
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
