@@ -33,7 +33,7 @@ def pack_sequential(tokens: NDArray[np.int64], budget: int) -> tuple[NDArray[np.
     remaining = budget
     pos = 0
     truncated = False
-    while pos < n and remaining > 0:
+    while pos < n:
         csum = np.cumsum(tokens[pos:])
         k = int(np.searchsorted(csum, remaining, side="right"))
         if k:

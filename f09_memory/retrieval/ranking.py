@@ -58,7 +58,7 @@ def rank_and_pack(
     order = prefix[np.lexsort((keys[prefix], neg[prefix]))]
     chosen, total, truncated = pack_sequential(tokens[order], budget)
     remaining = budget - total
-    if remaining > 0 and prefix.shape[0] < n:
+    if prefix.shape[0] < n:
         rest = np.ones(n, dtype=np.bool_)
         rest[prefix] = False
         if int(tokens[rest].min()) <= remaining:  # a later candidate could still fit

@@ -39,8 +39,6 @@ def test_packing_is_the_greedy_first_fit_in_order(tokens: list[int], budget: int
     # reference: walk in order, take whatever still fits
     expect, left = [], budget
     for i, t in enumerate(tokens):
-        if left == 0:
-            break
         if t <= left:
             expect.append(i)
             left -= t
