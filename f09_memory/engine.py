@@ -18,10 +18,14 @@ from numpy.typing import NDArray
 from f09_memory.bus import (
     DecayApplied,
     EngineBus,
+    MemoryCompaction,
     PressureChanged,
     RecordCreated,
     RecordExpired,
     RecordRedacted,
+    SummarizationCompleted,
+    SummarizationFailed,
+    SummarizationQueued,
 )
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import decay_pass
@@ -35,6 +39,7 @@ from f09_memory.errors import (
 )
 from f09_memory.importance.heuristic import Vocabulary
 from f09_memory.ingestion.pipeline import (
+    MAX_CONTENT_CHARS,
     Ingestor,
     PendingRecord,
     validate_agent_id,
@@ -42,14 +47,19 @@ from f09_memory.ingestion.pipeline import (
     validate_mapping,
 )
 from f09_memory.packing.tokens import HeuristicTokenCounter
-from f09_memory.protocols import EmbeddingProvider, PressureSource, TokenCounter
+from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
+from f09_memory.redaction.redactor import Redactor
+from f09_memory.retention import CompactionCursor, Compactor, compact_store
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.store import MemoryStore, split_record_id
+from f09_memory.summarization.control import SummarizationControl
+from f09_memory.summarization.pipeline import Summarizer, SummaryOutcome
 
 __all__ = ["MemoryEngine", "TickReport"]
 
@@ -76,6 +86,9 @@ class TickReport:
         decayed: Live records whose decayed importance was refreshed.
         expired: Records removed because their TTL passed.
         deferred_agents: Agents left for the next tick because the budget ran out.
+        pruned: Records removed by compaction because their layer was over its cap.
+        summaries_queued: Summarization tasks scheduled (finished at once under heuristic or
+            skip pressure modes).
         embedded: Records (re-)embedded this tick (earlier failures, or a new provider).
         cycle_complete: Whether this tick finished a full pass over all agents.
         pressure: The pressure state in force after the tick.
@@ -89,6 +102,8 @@ class TickReport:
     expired: int
     deferred_agents: int
     cycle_complete: bool
+    pruned: int
+    summaries_queued: int
     embedded: int
     pressure: PressureState
 
@@ -102,6 +117,7 @@ class _AgentExtras:
 class _Maintenance:
     cursor: int = 0  # index into the sorted agent list where the next slice starts
     extras: dict[str, _AgentExtras] = field(default_factory=dict)
+    compaction: CompactionCursor = field(default_factory=CompactionCursor)
 
 
 def _check_now(now: object, what: str = "now") -> int:
@@ -175,6 +191,14 @@ class MemoryEngine:
         if isinstance(embedder, _Default):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
         self._semantic = SemanticMemory(config, self.bus, embedder, seed)
+        self._compactor = Compactor(config)
+        # Prompts are always redacted, whatever the redaction mode (QG5).
+        prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
+        self._summarizer = Summarizer(config, redact=prompt_redactor.redact_text)
+        self.summarization = SummarizationControl(
+            self._summarizer, self._apply_and_publish, self._request_summary,
+            lambda: self._clock)
+        """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._clock = 0
         self._pressure = PressureState.NORMAL
         self._maint = _Maintenance()
@@ -236,7 +260,12 @@ class MemoryEngine:
             )
 
     def _store_batch(
-        self, am: AgentMemory, items: Sequence[PendingRecord], now: int, events: list[Any]
+        self,
+        am: AgentMemory,
+        items: Sequence[PendingRecord],
+        now: int,
+        events: list[Any],
+        anchor: int | None = None,
     ) -> list[MemoryRecord]:
         """Build, embed (one batch call) and store validated items, queueing their events."""
         vocabulary = self._extras(am.agent_id).vocabulary
@@ -244,7 +273,7 @@ class MemoryEngine:
         for item in items:
             key = am.reserve_key()
             record, deadline, labels = self._ingestor.build(
-                item, am.agent_id, am.id_of(key), now, vocabulary)
+                item, am.agent_id, am.id_of(key), now, vocabulary, anchor)
             built.append((key, record, deadline, labels))
         semantic = self._semantic
         vectors = semantic.embed_batch(am.agent_id, [b[1] for b in built], events)
@@ -468,6 +497,71 @@ class MemoryEngine:
         if self._semantic.set_provider(embedder) or not self._semantic.available:
             self._semantic.invalidate(self._store)
 
+    # ------------------------------------------------------------------ summarization
+    def _apply_outcomes(self, outcomes: list[SummaryOutcome], events: list[Any]) -> None:
+        """Store each summary, retire its sources, queue ``memory:summarization:*``."""
+        for o in outcomes:
+            task = o.task
+            if not o.replaces_sources or o.summary_text is None:
+                events.append(SummarizationFailed(task_id=task.id,
+                                                  reason=o.reason or task.status.value))
+                continue
+            am = self._store.get_or_create(task.agent_id)
+            for key in o.source_keys:  # retire first: the summary never pushes past a cap
+                if key in am.slot_of:
+                    old = am.remove(key)
+                    events.append(RecordExpired(id=old.id, layer=old.layer.value,
+                                                reason="summarized"))
+            item = validate_item(
+                o.summary_text[:MAX_CONTENT_CHARS], task.target_layer, o.importance,
+                [t for t in o.tags if t.strip()] + ["summary"],
+                {"sourceRefIds": list(o.source_ids), "sourceEvent": task.id})
+            (record,) = self._store_batch(am, (item,), self._clock, events, o.recency_anchor)
+            task.summary_record_id = record.id
+            events.append(SummarizationCompleted(task_id=task.id, summary_record_id=record.id,
+                                                 reduction_ratio=o.reduction_ratio))
+
+    def _apply_and_publish(self, outcomes: list[SummaryOutcome]) -> None:
+        events: list[Any] = []
+        self._apply_outcomes(outcomes, events)
+        self._publish(events)
+
+    def _schedule_summary(self, am: AgentMemory, now: int, events: list[Any],
+                          require: bool = False) -> SummarizationTask | None:
+        mode = self.config.scoring.pressure[self._pressure].summarization
+        task = self._summarizer.schedule(am, now, mode=mode, require=require)
+        if task is not None:
+            events.append(SummarizationQueued(task_id=task.id, agent_id=task.agent_id,
+                                              source_count=len(task.source_ids)))
+        self._apply_outcomes(self._summarizer.collect(), events)
+        return task
+
+    def _request_summary(self, agent_id: str, now: int) -> SummarizationTask | None:
+        am = self._store.get(validate_agent_id(agent_id))
+        if am is None:
+            return None
+        events: list[Any] = []
+        task = self._schedule_summary(am, _check_now(now), events, require=True)
+        self._publish(events)
+        return task
+
+    def summarize_pending(self, llm: LLMClient, *, now: int | None = None) -> list[SummaryOutcome]:
+        """Run every queued summarization task through ``llm`` synchronously and apply it.
+
+        The convenience form of the two phases (``engine.summarization.poll`` then
+        ``complete``). An LLM that raises, times out or returns garbage never loses a record:
+        the local heuristic summary is used instead.
+
+        Raises:
+            InputInvalidError: ``llm`` has no ``complete(prompt, ...)``.
+        """
+        if not isinstance(llm, LLMClient):
+            raise InputInvalidError("llm must have complete(prompt, *, system, temperature, "
+                                    "max_tokens) -> str (LLMClient)")
+        outcomes = self._summarizer.run_sync(llm, self._time(now))
+        self._apply_and_publish(outcomes)
+        return outcomes
+
     # ------------------------------------------------------------------ maintenance
     def set_pressure(self, state: PressureState | str) -> None:
         """Set the rate-governor pressure; emits ``memory:pressure:changed`` on a change.
@@ -492,8 +586,10 @@ class MemoryEngine:
         """Advance the clock to ``now`` and run a slice of maintenance.
 
         Maintenance is TTL expiry and the importance-decay pass, agent by agent in id order,
-        then (with budget left) re-embedding records whose embedding failed or went stale,
-        then building or migrating vector indexes of large agents.
+        then (with budget left) a compaction slice pruning layers over their retention caps
+        (``memory:record:expired`` reason ``retention``, ``memory:compaction``), then
+        re-embedding records whose embedding failed or went stale, then building or
+        migrating vector indexes of large agents.
 
         The budget is counted in work units (records scanned; ``work_units_per_ms`` per
         millisecond), never by the wall clock, so the same calls do the same work on any
@@ -524,7 +620,7 @@ class MemoryEngine:
         agents = list(self._store)
         n = len(agents)
         cursor = self._maint.cursor if self._maint.cursor < n else 0
-        used = decayed = expired = processed = 0
+        used = decayed = expired = processed = queued = 0
         events: list[Any] = []
         half_life = self.config.decay_half_life_ms
         while processed < n:
@@ -538,6 +634,8 @@ class MemoryEngine:
             decayed += affected
             if affected:
                 events.append(DecayApplied(agent_id=am.agent_id, affected=affected))
+            if self._schedule_summary(am, t, events) is not None:
+                queued += 1
             processed += 1
             cursor += 1
             if cursor == n:
@@ -546,6 +644,17 @@ class MemoryEngine:
         complete = cursor == 0
         self._maint.cursor = cursor
         left = None if budget is None else max(0, budget - used)
+        pruned = 0
+        if left is None or left > 0:
+            sweep = compact_store(self._store, t, left, self._maint.compaction, self._compactor)
+            used += sweep.used_units
+            for agent_id, removed, remaining in sweep:
+                pruned += len(removed)
+                events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason="retention")
+                              for r in removed)
+                events.append(MemoryCompaction(agent_id=agent_id, removed=len(removed),
+                                               remaining=remaining))
+            left = None if budget is None else max(0, budget - used)
         if left is None or left > 0:
             embedded, spent, failures = self._semantic.retry_slice(self._store, left)
             events.extend(failures)
@@ -565,6 +674,8 @@ class MemoryEngine:
             expired=expired,
             deferred_agents=0 if complete else n - cursor,
             cycle_complete=complete,
+            pruned=pruned,
+            summaries_queued=queued,
             embedded=embedded,
             pressure=self._pressure,
         )
@@ -608,6 +719,8 @@ class MemoryEngine:
             "clock": self._clock,
             "pressure": self._pressure.value,
             "cursor": self._maint.cursor,
+            "compactionCursor": self._maint.compaction.get_state(),
+            "summarizer": self._summarizer.get_state(),
             "agents": agents,
         }
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, StrictInt, model_validator
 
 from f09_memory.config.tables import ScoringTables
-from f09_memory.errors import ErrorCode
+from f09_memory.errors import ErrorCode, RetentionViolationError
 from f09_memory.redaction.patterns import compile_patterns
 from f09_memory.schema.base import BoundaryModel
 
@@ -21,11 +21,46 @@ class _ConfigModel(BoundaryModel):
 
 
 class RetentionPolicy(_ConfigModel):
-    """Per-layer live-record caps (spec ``retentionPolicy``); ``None`` means uncapped."""
+    """Per-layer live-record caps (spec ``retentionPolicy``); ``None`` means uncapped.
+
+    Compaction (``f09_memory.retention``) prunes a capped layer down to its cap, never
+    below ``protected_min`` records: the ``protected_min`` records of highest decayed score
+    (most important / most recent) are never pruned. A cap below ``protected_min`` is a
+    contradiction and raises MEMORY_RETENTION_VIOLATION naming the layer and the minimum.
+    When ``protected_min`` is not given, its default (10) is lowered to the smallest cap, so
+    small caps alone (``MEMORY_RETENTION_SOCIAL_MAX=3``) stay valid.
+
+    Raises:
+        RetentionViolationError: An explicit ``protected_min`` exceeds a cap.
+    """
 
     semantic_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 400
     social_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 300
     procedural_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = 250
+    protected_min: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 10
+    """Records of each capped layer that compaction never prunes (the K highest decayed
+    scores); every cap must be at least this."""
+
+    @model_validator(mode="after")
+    def _check_protected_min(self) -> RetentionPolicy:
+        caps = {"semantic_max": self.semantic_max, "social_max": self.social_max,
+                "procedural_max": self.procedural_max}
+        low = {name: cap for name, cap in caps.items() if cap is not None
+               and cap < self.protected_min}
+        if not low:
+            return self
+        if "protected_min" not in self.model_fields_set:  # only the default: fit the caps
+            self.__dict__["protected_min"] = min(low.values())
+            return self
+        name, cap = min(low.items(), key=lambda item: (item[1], item[0]))
+        layer = name.removesuffix("_max")
+        raise RetentionViolationError(
+            f"retention_policy.{name}={cap} is below protected_min={self.protected_min}: the "
+            f"{layer} layer could never keep its {self.protected_min} protected records; raise "
+            f"{name} to at least {self.protected_min} or lower protected_min",
+            details={"field": f"retention_policy.{name}", "layer": layer, "cap": cap,
+                     "protectedMin": self.protected_min},
+        )
 
 
 _EMOTION_LEXICON = (
@@ -118,6 +153,29 @@ class MemoryConfig(_ConfigModel):
     index_insert_cost_units: PosInt = 100_000
     """Work units ``tick`` counts per vector it inserts into an index being built (HNSW
     inserts cost about 0.5 ms each)."""
+
+    # summarization (index 10)
+    summarization_keep_recent: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 50
+    """The K most recent episodic records of an agent are never summarized (spec section 8)."""
+    summarization_max_importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    """Only episodic records whose decayed importance is at most this are summarized."""
+    summarization_min_batch: Annotated[StrictInt, Field(ge=1, le=10_000)] = 2
+    """Fewer eligible records than this (or than the batch size, if smaller): no task."""
+    summarization_min_coverage: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    """Quality gate: an LLM summary naming fewer than this share of the sources' key terms
+    (dominant entities and tags) is replaced by the local heuristic summary."""
+    summarization_coverage_terms: Annotated[StrictInt, Field(ge=1, le=100)] = 8
+    """How many key terms of the sources the coverage check and heuristic summary use."""
+    summarization_temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.2
+    """Sampling temperature passed to ``LLMClient.complete`` for summaries."""
+    summarization_max_tokens: Annotated[StrictInt, Field(ge=16, le=100_000)] = 400
+    """Completion token limit passed to ``LLMClient.complete`` for summaries."""
+    summarization_grouping_gap_ms: Annotated[StrictInt, Field(ge=0)] = 300_000
+    """A record with no tag and no entity joins the group whose last event is this close."""
+    summarization_event_max_chars: Annotated[StrictInt, Field(ge=16, le=100_000)] = 500
+    """Longest event line of the summary prompt, after redaction (longer lines are clipped)."""
+    summarization_heuristic_max_chars: Annotated[StrictInt, Field(ge=64, le=100_000)] = 600
+    """Longest local (heuristic) summary, in characters."""
 
     @model_validator(mode="after")
     def _check_patterns(self) -> MemoryConfig:

@@ -19,7 +19,7 @@ __all__ = ["main", "run_isolated"]
 
 def run_isolated(
     *, agents: int, ticks: int, seed: int, hash_seed: int, episodic_max: int = 1200,
-    timeout_s: float = 300.0,
+    lifecycle: bool = False, timeout_s: float = 300.0,
 ) -> dict[str, str]:
     """Run the village scenario in a subprocess and return its two hashes.
 
@@ -31,6 +31,8 @@ def run_isolated(
     env = dict(os.environ, PYTHONHASHSEED=str(hash_seed))
     cmd = [sys.executable, "-m", "f09_memory.determinism.harness", "--agents", str(agents),
            "--ticks", str(ticks), "--seed", str(seed), "--episodic-max", str(episodic_max)]
+    if lifecycle:
+        cmd.append("--lifecycle")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s,
                           check=False)
     if proc.returncode != 0:
@@ -42,7 +44,11 @@ def run_isolated(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one scenario and print its hashes as one JSON line."""
     from f09_memory.config.config import MemoryConfig
-    from f09_memory.determinism.scenario import run_village
+    from f09_memory.determinism.scenario import (
+        LIFECYCLE_CONFIG,
+        run_village,
+        scripted_village_llm,
+    )
     from f09_memory.engine import MemoryEngine
 
     parser = argparse.ArgumentParser(prog="f09_memory.determinism.harness")
@@ -50,9 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ticks", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--episodic-max", type=int, default=1200)
+    parser.add_argument("--lifecycle", action="store_true",
+                        help="summarize (scripted LLM + fallback) and compact during the run")
     args = parser.parse_args(argv)
-    engine = MemoryEngine(MemoryConfig(episodic_max=args.episodic_max), seed=args.seed)
-    result = run_village(engine, agents=args.agents, ticks=args.ticks, seed=args.seed)
+    overrides = dict(LIFECYCLE_CONFIG) if args.lifecycle else {}
+    engine = MemoryEngine(MemoryConfig(episodic_max=args.episodic_max, **overrides),
+                          seed=args.seed)
+    result = run_village(engine, agents=args.agents, ticks=args.ticks, seed=args.seed,
+                         tick_ms=10_000 if args.lifecycle else 1_000,
+                         llm=scripted_village_llm() if args.lifecycle else None)
     print(json.dumps(result.hashes(), sort_keys=True))
     return 0
 

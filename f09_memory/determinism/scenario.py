@@ -18,10 +18,41 @@ import numpy as np
 
 from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.engine import MemoryEngine
+from f09_memory.protocols import LLMClient
 from f09_memory.schema.enums import PressureState, Purpose, Strategy
 from f09_memory.schema.retrieval import RetrievalRequest
+from f09_memory.testing.doubles import ScriptedLLM
 
-__all__ = ["VillageResult", "agent_names", "run_village", "village_items"]
+__all__ = [
+    "LIFECYCLE_CONFIG",
+    "VillageResult",
+    "agent_names",
+    "run_village",
+    "scripted_village_llm",
+    "village_items",
+]
+
+LIFECYCLE_CONFIG: dict[str, Any] = {
+    "episodic_window": 60_000,
+    "summarization_min_interval_ms": 30_000,
+    "summarization_batch_size": 10,
+    "summarization_keep_recent": 10,
+    "summarization_max_importance": 0.9,
+    "retention_policy": {"semantic_max": 8, "social_max": 5, "procedural_max": 4,
+                         "protected_min": 3},
+}
+"""Config overrides that make a short village run summarize and compact (ticks of 10 s)."""
+
+
+def scripted_village_llm() -> ScriptedLLM:
+    """A deterministic LLM double for village summaries.
+
+    One good reply, then garbage, so both the LLM path and the heuristic fallback run.
+    """
+    return ScriptedLLM([
+        "Villager 001 and Villager 002 traded at the market and the well; rumours spread.",
+        "As an AI language model I cannot summarize this.",
+    ])
 
 _PLACES = ("well", "market", "smithy", "tavern", "chapel", "mill", "gate", "river", "farm")
 _ITEMS = ("bread", "iron nails", "a sword", "wool", "ale", "a horse", "herbs", "gold coins")
@@ -140,6 +171,7 @@ def run_village(
     tick_ms: int = 1_000,
     budget_ms: float | None = 2.0,
     on_tick: Callable[[int], None] | None = None,
+    llm: LLMClient | None = None,
 ) -> VillageResult:
     """Run the village on ``engine``.
 
@@ -153,6 +185,8 @@ def run_village(
         tick_ms: Logical milliseconds per tick.
         budget_ms: The maintenance budget passed to ``engine.tick``.
         on_tick: Called after each tick with its index (progress bars).
+        llm: When given, queued summarization tasks are run through it after every tick
+            (``engine.summarize_pending``).
 
     Returns:
         The hashes, counts and measured latencies.
@@ -190,6 +224,8 @@ def run_village(
                 chain.update(bundle_hash(bundle).encode("ascii"))
                 result.retrievals += 1
             engine.tick(now, budget_ms=budget_ms)
+            if llm is not None:
+                engine.summarize_pending(llm, now=now)
             if on_tick is not None:
                 on_tick(tick)
     finally:

@@ -26,6 +26,7 @@ from f09_memory.store.agent import NO_DEADLINE
 
 __all__ = [
     "ITEM_FIELDS",
+    "MAX_CONTENT_CHARS",
     "Ingestor",
     "PendingRecord",
     "validate_agent_id",
@@ -171,8 +172,12 @@ class Ingestor:
         record_id: str,
         now: int,
         vocabulary: Vocabulary,
+        anchor: int | None = None,
     ) -> tuple[MemoryRecord, int, tuple[str, ...]]:
-        """Return ``(record, ttl_deadline, redaction_labels)`` for a validated item."""
+        """Return ``(record, ttl_deadline, redaction_labels)`` for a validated item.
+
+        ``anchor`` is the recency anchor (default ``now``; a summary takes its sources').
+        """
         redact = self.redactor.redact
         content, labels = redact(item.content)
         meta = item.metadata
@@ -220,7 +225,7 @@ class Ingestor:
             "agent_id": agent_id,
             "created_at": now,
             "importance": importance,
-            "recency_anchor": now,
+            "recency_anchor": now if anchor is None else anchor,
             "ttl": item.ttl,
             "embedding_ref": None,
             "tokens_estimate": self.counter.count(content),

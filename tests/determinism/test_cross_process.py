@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.determinism import run_isolated, run_village
+from f09_memory.determinism.scenario import LIFECYCLE_CONFIG, scripted_village_llm
 
 
 def test_village_hashes_are_identical_across_processes_and_hash_seeds() -> None:
@@ -28,3 +29,16 @@ def test_scenario_exercises_every_event_kind_of_the_core_path() -> None:
     for name in ["memory:record:created", "memory:record:expired", "memory:record:redacted",
                  "memory:retrieval", "memory:decay:applied", "memory:pressure:changed"]:
         assert result.events.get(name, 0) > 0, name
+
+
+def test_village_with_summarization_and_compaction_is_identical_across_processes() -> None:
+    runs = [run_isolated(agents=5, ticks=60, seed=4, hash_seed=h, lifecycle=True)
+            for h in (0, 777)]
+    assert runs[0] == runs[1]
+    engine = MemoryEngine(MemoryConfig(**LIFECYCLE_CONFIG), seed=4)
+    local = run_village(engine, agents=5, ticks=60, seed=4, tick_ms=10_000,
+                        llm=scripted_village_llm())
+    assert runs[0] == local.hashes()
+    for name in ["memory:summarization:queued", "memory:summarization:completed",
+                 "memory:compaction"]:
+        assert local.events.get(name, 0) > 0, name

@@ -1,0 +1,611 @@
+"""The two-phase summarization pipeline: tasks, validation, fallback (spec sections 6, 8, 16).
+
+A game loop must never block on an LLM, so summarization is split in two phases:
+
+1. ``schedule(am, now, mode=...)`` selects a batch (:func:`select_batch`), snapshots it as
+   redacted source events, groups it, builds the prompt (every line redacted again), and
+   queues a :class:`SummarizationTask`. At most one queued/running task exists per agent,
+   and an agent is scheduled at most once per ``summarization_min_interval_ms``.
+2. The host takes queued tasks with ``poll(now)`` (they become ``running``), sends
+   ``task.prompt`` (with :attr:`Summarizer.system_prompt`) to its LLM, and hands the text
+   back with ``complete(task_id, text)``, or gives up with ``fail(task_id, reason)``.
+   ``run_sync(llm, now)`` does phase 2 in one call.
+
+Quality gate: a completion that is garbage (:func:`garbage_reason`) or covers less than
+``summarization_min_coverage`` of the sources' key terms is replaced by the local
+:func:`heuristic_summary`; an LLM exception (``TimeoutError`` included) in ``run_sync``
+does the same. The outcome records which path produced the text and why.
+
+Pressure modes (``PressureProfile.summarization``): ``llm`` as above; ``heuristic``
+completes the task inside ``schedule`` with the local summary; ``skip`` marks it
+``skipped`` (sources kept). Outcomes finished inside ``schedule`` are handed over by
+``collect()``; ``complete``, ``fail`` and ``run_sync`` return theirs directly.
+
+The summarizer never touches the store and emits no events: the engine turns each
+:class:`SummaryOutcome` into the semantic summary record (``metadata.source_ref_ids`` =
+``task.source_ids``), retires the originals and emits ``memory:summarization:*``.
+
+Errors: a second ``schedule(..., require=True)`` while the agent has a task raises
+:class:`SummaryLockedError` (``MEMORY_SUMMARY_LOCKED``). ``complete``/``fail`` of a task id
+that is not pending (unknown, already finished) raise :class:`SummaryFailedError`
+(``MEMORY_SUMMARY_FAILED``: that summarization cannot be completed); a malformed argument
+raises :class:`InputInvalidError`. A rejected call changes nothing.
+
+Determinism: task ids are ``f"sum:{agent_id}:{n:08d}"`` with ``n`` a per-agent counter
+owned by the summarizer (per agent, so ids do not depend on how agents interleave or are
+sharded); no clock, no randomness; ``get_state``/``set_state`` round-trip everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import numpy as np
+
+from f09_memory.config.config import MemoryConfig
+from f09_memory.errors import (
+    InputInvalidError,
+    MemoryEngineError,
+    SummaryFailedError,
+    SummaryLockedError,
+)
+from f09_memory.protocols import LLMClient
+from f09_memory.schema.enums import MemoryLayer, TaskStatus
+from f09_memory.schema.tasks import SummarizationTask
+from f09_memory.store.agent import AgentMemory
+from f09_memory.summarization.grouping import group_batches
+from f09_memory.summarization.heuristic import coverage_of, garbage_reason, heuristic_summary
+from f09_memory.summarization.prompt import build_summary_prompt, load_summary_template
+from f09_memory.summarization.scheduler import select_batch
+from f09_memory.summarization.sources import KeyTerm, SourceEvent, key_terms
+
+__all__ = ["MODES", "STATE_VERSION", "SummaryOutcome", "SummaryPath", "Summarizer"]
+
+MODES: Final = ("llm", "heuristic", "skip")
+"""The summarization modes a pressure profile can ask for."""
+STATE_VERSION: Final = 1
+"""Version of the ``get_state`` layout."""
+SummaryPath = Literal["llm", "heuristic", "none"]
+"""Which text an outcome carries: the LLM's, the local summary, or none (sources kept)."""
+
+_REASON_CHARS: Final = 200
+_PENDING: Final = (TaskStatus.QUEUED, TaskStatus.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryOutcome:
+    """The result of one task, ready for the engine to apply.
+
+    Attributes:
+        task: The task, in its final status (``completed``, ``failed`` or ``skipped``).
+            The engine sets ``task.summary_record_id`` when it stores the summary.
+        summary_text: The summary record's content; ``None`` when the sources are kept.
+        source_keys: Per-agent keys of the sources, ascending (``task.source_ids`` order).
+        used_fallback: Whether ``summary_text`` is the local heuristic summary.
+        reduction_ratio: ``1 - len(summary) / total source chars`` (0..1, 6 decimals);
+            0.0 when there is no summary.
+        path: ``llm``, ``heuristic`` or ``none``.
+        reason: Why the heuristic was used, or why there is no summary; ``None`` otherwise.
+        coverage: Share of the sources' key terms the summary mentions (0.0 without one).
+        importance: Suggested importance of the summary record: the sources' maximum.
+        tags: Suggested tags: the sources' dominant tags, most frequent first.
+        recency_anchor: Suggested recency anchor: the latest source's.
+    """
+
+    task: SummarizationTask
+    summary_text: str | None
+    source_keys: tuple[int, ...]
+    used_fallback: bool
+    reduction_ratio: float
+    path: SummaryPath
+    reason: str | None
+    coverage: float
+    importance: float
+    tags: tuple[str, ...]
+    recency_anchor: int
+
+    @property
+    def source_ids(self) -> tuple[str, ...]:
+        """Ids of the sources (the summary's ``metadata.source_ref_ids``)."""
+        return tuple(self.task.source_ids)
+
+    @property
+    def replaces_sources(self) -> bool:
+        """Whether the engine should store the summary and retire the sources."""
+        return self.summary_text is not None
+
+    def to_state(self) -> dict[str, Any]:
+        """A JSON-safe dict (camelCase keys)."""
+        return {
+            "task": self.task.to_json_dict(),
+            "summaryText": self.summary_text,
+            "sourceKeys": list(self.source_keys),
+            "usedFallback": self.used_fallback,
+            "reductionRatio": self.reduction_ratio,
+            "path": self.path,
+            "reason": self.reason,
+            "coverage": self.coverage,
+            "importance": self.importance,
+            "tags": list(self.tags),
+            "recencyAnchor": self.recency_anchor,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> SummaryOutcome:
+        """Inverse of :meth:`to_state`.
+
+        Raises:
+            MemoryEngineError: ``data`` is malformed (``MEMORY_INPUT_INVALID``).
+        """
+        try:
+            path = data["path"]
+            text = data["summaryText"]
+            if path not in ("llm", "heuristic", "none") or not (text is None
+                                                                 or isinstance(text, str)):
+                raise ValueError("bad path or text")
+            keys = tuple(int(k) for k in data["sourceKeys"])
+            tags = tuple(str(t) for t in data["tags"])
+            return cls(
+                task=SummarizationTask.parse(data["task"]),
+                summary_text=text,
+                source_keys=keys,
+                used_fallback=bool(data["usedFallback"]),
+                reduction_ratio=float(data["reductionRatio"]),
+                path=path,
+                reason=None if data["reason"] is None else str(data["reason"]),
+                coverage=float(data["coverage"]),
+                importance=float(data["importance"]),
+                tags=tags,
+                recency_anchor=int(data["recencyAnchor"]),
+            )
+        except MemoryEngineError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputInvalidError(f"malformed summary outcome state: {exc}"[:200]) from exc
+
+
+@dataclass(slots=True)
+class _Pending:
+    task: SummarizationTask
+    sources: tuple[SourceEvent, ...]
+
+
+def _check_time(now: object, what: str = "now") -> int:
+    if isinstance(now, bool) or not isinstance(now, int | np.integer) or now < 0:
+        raise InputInvalidError(f"{what}={now!r:.40} is not logical time: pass a non-negative "
+                                "integer (ms or ticks)", details={"field": what})
+    return int(now)
+
+
+def _check_task_id(task_id: object) -> str:
+    if not isinstance(task_id, str) or not task_id:
+        raise InputInvalidError("task_id must be the id string of a scheduled task",
+                                details={"field": "task_id"})
+    return task_id
+
+
+class Summarizer:
+    """Schedules summarization tasks and turns completions into outcomes.
+
+    Args:
+        config: The engine config (batch size, thresholds, coverage, LLM settings).
+        redact: Applied to every prompt line, to every summary text (LLM or heuristic) and
+            to failure reasons. Pass an *enabled* redactor's ``redact_text``
+            (prompts are redacted even when storage redaction mode is OFF; spec QG5).
+        redact_sources: Whether each source's content and tags are redacted when the task
+            snapshots them, so key terms, coverage, suggested tags and the summarizer's
+            state never hold what the redactor replaces. Default: only when
+            ``config.redaction_mode`` is OFF (when it is ON the store already holds
+            content redacted with the same patterns, and a second pass would change
+            nothing).
+
+    Runtime complexity: ``schedule`` O(n) numpy over the agent's slots plus O(b) Python
+    work for a batch of b (a few hundred microseconds for b = 25); ``complete`` O(text +
+    sources); the LLM call is the host's.
+
+    Raises:
+        InputInvalidError: ``config`` is not a MemoryConfig or ``redact`` not callable.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig,
+        *,
+        redact: Callable[[str], str],
+        redact_sources: bool | None = None,
+    ) -> None:
+        if not isinstance(config, MemoryConfig):
+            raise InputInvalidError("config must be a MemoryConfig", details={"field": "config"})
+        if not callable(redact):
+            raise InputInvalidError("redact must be a callable str -> str (for example "
+                                    "Redactor(patterns).redact_text)", details={"field": "redact"})
+        self.config = config
+        self._redact = redact
+        self._redact_sources = (not config.redaction_mode if redact_sources is None
+                                else bool(redact_sources))
+        self._system = load_summary_template()[0]
+        self._pending: dict[str, _Pending] = {}
+        self._by_agent: dict[str, str] = {}
+        self._counters: dict[str, int] = {}
+        self._last: dict[str, int] = {}
+        self._ready: list[SummaryOutcome] = []
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def system_prompt(self) -> str:
+        """The system text to send with every ``task.prompt``."""
+        return self._system
+
+    def locked(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` has a queued or running task."""
+        return agent_id in self._by_agent
+
+    def pending(self, agent_id: str | None = None) -> list[SummarizationTask]:
+        """Queued and running tasks (of one agent, or all), by ``(created_at, id)``."""
+        tasks = [p.task for p in self._pending.values()
+                 if agent_id is None or p.task.agent_id == agent_id]
+        return sorted(tasks, key=lambda t: (t.created_at, t.id))
+
+    # ------------------------------------------------------------------ phase 1
+    def schedule(
+        self,
+        am: AgentMemory,
+        now: int,
+        *,
+        mode: str = "llm",
+        require: bool = False,
+    ) -> SummarizationTask | None:
+        """Queue a summarization task for ``am``'s agent if one is due.
+
+        Nothing is scheduled (``None``) when the agent already has a task, when it was
+        scheduled less than ``summarization_min_interval_ms`` ago, or when fewer than
+        ``min(summarization_min_batch, summarization_batch_size)`` records are eligible.
+
+        Args:
+            am: The agent's columns (read only).
+            now: Logical time.
+            mode: ``llm`` (queue for the host's LLM), ``heuristic`` (complete now with the
+                local summary) or ``skip`` (mark skipped). Use the pressure profile's
+                ``summarization`` value.
+            require: An explicit request: an agent with a pending task raises instead of
+                returning ``None``, and the minimum interval does not apply.
+
+        Returns:
+            The new task (``queued``; ``completed``/``skipped`` in the other modes, whose
+            outcomes :meth:`collect` hands over), or ``None``.
+
+        Raises:
+            SummaryLockedError: ``require`` and the agent already has a pending task.
+            InputInvalidError: Bad ``am``, ``now`` or ``mode`` (state unchanged).
+        """
+        if not isinstance(am, AgentMemory):
+            raise InputInvalidError("am must be an AgentMemory", details={"field": "am"})
+        now = _check_time(now)
+        if mode not in MODES:
+            raise InputInvalidError(f"unknown summarization mode {mode!r:.40}; use one of "
+                                    f"{list(MODES)}", details={"field": "mode"})
+        agent_id = am.agent_id
+        busy = self._by_agent.get(agent_id)
+        if busy is not None:
+            if require:
+                status = self._pending[busy].task.status.value
+                raise SummaryLockedError(
+                    f"agent {agent_id!r:.80} already has summarization task {busy!r} "
+                    f"({status}); complete or fail it before scheduling another",
+                    details={"agentId": agent_id, "taskId": busy, "status": status},
+                )
+            return None
+        cfg = self.config
+        last = self._last.get(agent_id)
+        if not require and last is not None and now - last < cfg.summarization_min_interval_ms:
+            return None
+        keys = select_batch(am, now, cfg)
+        if not keys or len(keys) < min(cfg.summarization_min_batch, cfg.summarization_batch_size):
+            return None
+        keys.sort()
+        records = am.records
+        slot_of = am.slot_of
+        scrub = self._redact if self._redact_sources else None
+        sources = []
+        for k in keys:
+            rec = records[slot_of[k]]
+            assert rec is not None
+            sources.append(SourceEvent.from_record(rec, k, scrub))
+        n = self._counters.get(agent_id, 0)
+        task = SummarizationTask(
+            id=f"sum:{agent_id}:{n:08d}",
+            agent_id=agent_id,
+            target_layer=MemoryLayer.SEMANTIC,
+            source_ids=[s.id for s in sources],
+            created_at=now,
+        )
+        if mode == "llm":
+            groups = group_batches(sources, batch_size=len(sources),
+                                   gap_ms=cfg.summarization_grouping_gap_ms)
+            task.prompt = build_summary_prompt(
+                groups,
+                redact=self._redact,
+                event_max_chars=cfg.summarization_event_max_chars,
+                max_facts=cfg.summarization_coverage_terms,
+                max_words=max(16, cfg.summarization_max_tokens * 3 // 4),
+            ).user
+        self._counters[agent_id] = n + 1
+        self._last[agent_id] = now
+        frozen = tuple(sources)
+        if mode == "llm":
+            self._pending[task.id] = _Pending(task, frozen)
+            self._by_agent[agent_id] = task.id
+        elif mode == "heuristic":
+            self._ready.append(self._heuristic(task, frozen, "pressure: heuristic mode"))
+        else:
+            self._ready.append(self._kept(task, frozen, TaskStatus.SKIPPED,
+                                          "pressure: summarization skipped"))
+        return task
+
+    def collect(self) -> list[SummaryOutcome]:
+        """Hand over (and forget) the outcomes ``schedule`` finished itself, oldest first."""
+        out, self._ready = self._ready, []
+        return out
+
+    # ------------------------------------------------------------------ phase 2
+    def poll(self, now: int | None = None) -> list[SummarizationTask]:
+        """Start the queued tasks created at or before ``now`` (all if ``None``).
+
+        Returns:
+            The started tasks, now ``running``, by ``(created_at, id)``; each carries its
+            ``prompt``. Tasks already running are not returned again.
+
+        Raises:
+            InputInvalidError: Bad ``now``.
+        """
+        limit = None if now is None else _check_time(now)
+        started = [p.task for p in self._pending.values()
+                   if p.task.status is TaskStatus.QUEUED
+                   and (limit is None or p.task.created_at <= limit)]
+        started.sort(key=lambda t: (t.created_at, t.id))
+        for task in started:
+            task.status = TaskStatus.RUNNING
+        return started
+
+    def complete(self, task_id: str, text: str | None) -> SummaryOutcome:
+        """Finish a queued or running task with the LLM's ``text``.
+
+        The text is validated: garbage (``None`` included) or coverage below
+        ``summarization_min_coverage`` switches to the heuristic summary (``used_fallback``,
+        with the reason). An accepted text is stripped and passed through ``redact``.
+
+        Returns:
+            The outcome; the task is ``completed`` either way.
+
+        Raises:
+            SummaryFailedError: ``task_id`` is not a pending task (unknown or finished).
+            InputInvalidError: ``text`` is neither a str nor ``None`` (state unchanged).
+        """
+        pending = self._take_check(task_id)
+        if text is not None and not isinstance(text, str):
+            raise InputInvalidError("text must be the LLM's completion (a str) or None",
+                                    details={"field": "text"})
+        self._release(pending)
+        return self._judge(pending, text)
+
+    def fail(self, task_id: str, reason: str) -> SummaryOutcome:
+        """Give up a queued or running task: it becomes ``failed`` and the sources are kept.
+
+        Returns:
+            The outcome (``path="none"``, ``summary_text=None``); ``reason`` is redacted
+            and clipped to 200 characters.
+
+        Raises:
+            SummaryFailedError: ``task_id`` is not a pending task (unknown or finished).
+            InputInvalidError: ``reason`` is not a str (state unchanged).
+        """
+        pending = self._take_check(task_id)
+        if not isinstance(reason, str):
+            raise InputInvalidError("reason must be a str", details={"field": "reason"})
+        self._release(pending)
+        return self._kept(pending.task, pending.sources, TaskStatus.FAILED,
+                          reason.strip() or "failed")
+
+    def run_sync(self, llm: LLMClient, now: int | None = None) -> list[SummaryOutcome]:
+        """Poll every queued task and complete it with ``llm`` in this call.
+
+        An LLM exception (any ``Exception``, ``TimeoutError`` included), a non-str reply,
+        garbage or low coverage gives the heuristic summary; this never raises for an LLM
+        failure.
+
+        Returns:
+            The outcomes, in poll order.
+
+        Raises:
+            InputInvalidError: ``llm`` has no ``complete`` method, or bad ``now``.
+        """
+        if not isinstance(llm, LLMClient):
+            raise InputInvalidError("llm must have complete(prompt, *, system, temperature, "
+                                    "max_tokens) -> str", details={"field": "llm"})
+        cfg = self.config
+        outcomes: list[SummaryOutcome] = []
+        for task in self.poll(now):
+            pending = self._pending[task.id]
+            try:
+                reply: object = llm.complete(
+                    task.prompt or "",
+                    system=self._system,
+                    temperature=cfg.summarization_temperature,
+                    max_tokens=cfg.summarization_max_tokens,
+                )
+            except Exception as exc:  # the adapter's failure is ours to absorb
+                self._release(pending)
+                outcomes.append(self._heuristic(
+                    task, pending.sources, f"llm error: {type(exc).__name__}: {exc}"))
+                continue
+            self._release(pending)
+            outcomes.append(self._judge(pending, reply))
+        return outcomes
+
+    # ------------------------------------------------------------------ internals
+    def _take_check(self, task_id: object) -> _Pending:
+        tid = _check_task_id(task_id)
+        pending = self._pending.get(tid)
+        if pending is None:
+            raise SummaryFailedError(
+                f"no pending summarization task {tid!r:.120}: it was never scheduled or has "
+                "already completed, failed or been skipped; schedule a new one",
+                details={"taskId": tid[:120]},
+            )
+        return pending
+
+    def _release(self, pending: _Pending) -> None:
+        task = pending.task
+        del self._pending[task.id]
+        del self._by_agent[task.agent_id]
+
+    def _judge(self, pending: _Pending, text: object) -> SummaryOutcome:
+        found = key_terms(pending.sources, self.config.summarization_coverage_terms)
+        reason = garbage_reason(text)
+        if reason is not None or not isinstance(text, str):
+            return self._heuristic(pending.task, pending.sources, f"garbage: {reason}", found)
+        body = self._redact(text.strip())
+        minimum = self.config.summarization_min_coverage
+        cov = coverage_of(body, found)
+        if round(cov * 1e9) < round(minimum * 1e9):
+            return self._heuristic(pending.task, pending.sources,
+                                   f"low coverage {cov:.2f} < {minimum:.2f}", found)
+        return self._done(pending.task, pending.sources, body, "llm", None, cov, found)
+
+    def _heuristic(
+        self,
+        task: SummarizationTask,
+        sources: tuple[SourceEvent, ...],
+        reason: str,
+        found: list[KeyTerm] | None = None,
+    ) -> SummaryOutcome:
+        cfg = self.config
+        if found is None:
+            found = key_terms(sources, cfg.summarization_coverage_terms)
+        text = self._redact(heuristic_summary(
+            sources, max_chars=cfg.summarization_heuristic_max_chars,
+            terms=cfg.summarization_coverage_terms))
+        return self._done(task, sources, text, "heuristic", reason, coverage_of(text, found),
+                          found)
+
+    def _done(
+        self,
+        task: SummarizationTask,
+        sources: tuple[SourceEvent, ...],
+        text: str,
+        path: SummaryPath,
+        reason: str | None,
+        cov: float,
+        found: list[KeyTerm],
+    ) -> SummaryOutcome:
+        task.status = TaskStatus.COMPLETED
+        total = sum(len(s.content) for s in sources)
+        ratio = round(max(0.0, 1.0 - len(text) / total), 6) if total else 0.0
+        return SummaryOutcome(
+            task=task,
+            summary_text=text,
+            source_keys=tuple(s.key for s in sources),
+            used_fallback=path == "heuristic",
+            reduction_ratio=ratio,
+            path=path,
+            reason=None if reason is None else self._clip_reason(reason),
+            coverage=round(cov, 9),
+            importance=max(s.importance for s in sources),
+            tags=tuple(t.text for t in found if t.kind == "tag"),
+            recency_anchor=max(s.recency_anchor for s in sources),
+        )
+
+    def _kept(
+        self,
+        task: SummarizationTask,
+        sources: tuple[SourceEvent, ...],
+        status: TaskStatus,
+        reason: str,
+    ) -> SummaryOutcome:
+        clipped = self._clip_reason(reason)
+        task.status = status
+        task.failure_reason = clipped
+        return SummaryOutcome(
+            task=task,
+            summary_text=None,
+            source_keys=tuple(s.key for s in sources),
+            used_fallback=False,
+            reduction_ratio=0.0,
+            path="none",
+            reason=clipped,
+            coverage=0.0,
+            importance=max(s.importance for s in sources),
+            tags=(),
+            recency_anchor=max(s.recency_anchor for s in sources),
+        )
+
+    def _clip_reason(self, reason: str) -> str:
+        text = " ".join(self._redact(reason).split())
+        return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+
+    # ------------------------------------------------------------------ state
+    def get_state(self) -> dict[str, Any]:
+        """Everything the summarizer holds, JSON-safe (camelCase keys, sorted agents).
+
+        Round trip: ``s2.set_state(s1.get_state())`` makes ``s2`` behave exactly like ``s1``.
+        """
+        return {
+            "version": STATE_VERSION,
+            "counters": dict(sorted(self._counters.items())),
+            "lastScheduled": dict(sorted(self._last.items())),
+            "pending": [
+                {"task": t.to_json_dict(),
+                 "sources": [s.to_state() for s in self._pending[t.id].sources]}
+                for t in self.pending()
+            ],
+            "ready": [o.to_state() for o in self._ready],
+        }
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Restore from :meth:`get_state` (the config and ``redact`` stay this instance's).
+
+        Raises:
+            InputInvalidError: ``state`` is malformed (state unchanged).
+        """
+        try:
+            if state["version"] != STATE_VERSION:
+                raise ValueError(f"unsupported state version {state['version']!r:.20}")
+            counters = {str(a): int(n) for a, n in state["counters"].items()}
+            last = {str(a): int(t) for a, t in state["lastScheduled"].items()}
+            pending: dict[str, _Pending] = {}
+            by_agent: dict[str, str] = {}
+            for item in state["pending"]:
+                task = SummarizationTask.parse(item["task"])
+                sources = tuple(SourceEvent.from_state(s) for s in item["sources"])
+                if task.status not in _PENDING or task.id in pending:
+                    raise ValueError(f"task {task.id!r:.80} is not a distinct pending task")
+                if task.agent_id in by_agent:
+                    raise ValueError(f"two pending tasks for agent {task.agent_id!r:.80}")
+                if [s.id for s in sources] != task.source_ids or not sources:
+                    raise ValueError(f"sources of task {task.id!r:.80} disagree with it")
+                prefix, _, number = task.id.rpartition(":")
+                if (prefix != f"sum:{task.agent_id}" or not number.isdigit()
+                        or int(number) >= counters.get(task.agent_id, 0)):
+                    raise ValueError(f"task id {task.id!r:.80} does not match the counters")
+                pending[task.id] = _Pending(task, sources)
+                by_agent[task.agent_id] = task.id
+            ready = [SummaryOutcome.from_state(o) for o in state["ready"]]
+        except MemoryEngineError as exc:
+            raise InputInvalidError(f"malformed summarizer state: {exc.message}"[:300]) from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputInvalidError(f"malformed summarizer state: {exc}"[:300]) from exc
+        self._counters, self._last = counters, last
+        self._pending, self._by_agent, self._ready = pending, by_agent, ready
+
+    def _check(self) -> None:
+        """Assert the invariants (tests call this after each operation)."""
+        assert len(self._pending) == len(self._by_agent), "lock map out of step"
+        for agent_id, tid in self._by_agent.items():
+            p = self._pending[tid]
+            assert p.task.agent_id == agent_id and p.task.status in _PENDING
+            assert [s.id for s in p.sources] == p.task.source_ids and p.sources
+            assert int(tid.rsplit(":", 1)[1]) < self._counters[agent_id]
+        for outcome in self._ready:
+            assert outcome.task.status in (TaskStatus.COMPLETED, TaskStatus.SKIPPED)

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from f09_memory import MemoryConfig, MemoryEngine
+from f09_memory.testing import capture_events
+
+
+def capped(**kw: object) -> MemoryEngine:
+    return MemoryEngine(MemoryConfig(retention_policy={"semantic_max": 20, "social_max": 15,
+                                                       "protected_min": 5}, **kw),
+                        embedder=None)
+
+
+def test_tick_prunes_layers_over_their_caps_and_reports_it() -> None:
+    engine = capped()
+    engine.ingest_many("a", [{"content": f"fact {i}", "layer": "semantic",
+                              "importance": (i % 10) / 10} for i in range(100)], now=0)
+    with capture_events(engine.bus, "memory:*") as log:
+        report = engine.tick(10)
+    assert 20 == engine.count("a", "semantic")
+    assert 80 == report.pruned
+    expired = log.of("memory:record:expired")
+    assert 80 == len(expired) and {"retention"} == {e.reason for e in expired}
+    (compaction,) = log.of("memory:compaction")
+    assert ("a", 80, 20) == (compaction.agent_id, compaction.removed, compaction.remaining)
+    kept = {r.importance for r in engine.records("a", "semantic")}
+    assert min(kept) >= 0.8  # the lowest decayed scores went first
+    engine._check()
+
+
+def test_budgeted_compaction_resumes_and_matches_an_unbounded_tick() -> None:
+    def load(engine: MemoryEngine) -> None:
+        for agent in ("a", "b", "c"):
+            engine.ingest_many(agent, [{"content": f"{agent} knows {i}", "layer": "social",
+                                        "importance": ((i * 7) % 10) / 10}
+                                       for i in range(60)], now=0)
+
+    sliced, whole = capped(work_units_per_ms=1_000), capped()
+    load(sliced)
+    load(whole)
+    whole.tick(5)
+    reports = [sliced.tick(t, budget_ms=0.5) for t in range(5, 40)]
+    assert any(not r.cycle_complete or r.pruned for r in reports[:2])
+    assert max(r.used_units for r in reports) <= 500 + 200  # one scan may overshoot
+    for agent in ("a", "b", "c"):
+        assert [r.id for r in whole.records(agent)] == [r.id for r in sliced.records(agent)]
+    sliced._check()
+
+
+def test_live_count_plateaus_under_the_caps_over_a_long_run() -> None:
+    engine = MemoryEngine(MemoryConfig(episodic_max=100, retention_policy={
+        "semantic_max": 50, "social_max": 40, "procedural_max": 30, "protected_min": 5}),
+        embedder=None)
+    layers = ["episodic", "semantic", "social", "procedural"]
+    sizes = []
+    for tick in range(200):
+        now = tick * 60_000
+        engine.ingest_many("npc", [{"content": f"event {tick}-{i}", "layer": layers[i % 4],
+                                    "importance": ((tick + i) % 10) / 10}
+                                   for i in range(40)], now=now)
+        engine.tick(now, budget_ms=2.0)
+        sizes.append(engine.count("npc"))
+    assert max(sizes[100:]) <= 100 + 50 + 40 + 30 + 10  # caps + one tick of new records
+    assert sizes[-1] == sizes[150]  # plateau
