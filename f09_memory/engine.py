@@ -46,6 +46,14 @@ from f09_memory.ingestion.pipeline import (
     validate_item,
     validate_mapping,
 )
+from f09_memory.ingestion.typed_extraction import (
+    DEFAULT_TYPE_LAYERS,
+    TypedExtractionPrompt,
+    TypedExtractionResult,
+    build_typed_extraction_prompt,
+    parse_typed_memories,
+    typed_memory_tags,
+)
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
@@ -191,10 +199,10 @@ class MemoryEngine:
         if isinstance(embedder, _Default):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
         self._semantic = SemanticMemory(config, self.bus, embedder, seed)
-        self._compactor = Compactor(config)
+        self._compactor = Compactor(config, removal_cost_units=config.removal_cost_units)
         # Prompts are always redacted, whatever the redaction mode (QG5).
-        prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
-        self._summarizer = Summarizer(config, redact=prompt_redactor.redact_text)
+        self._prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
+        self._summarizer = Summarizer(config, redact=self._prompt_redactor.redact_text)
         self.summarization = SummarizationControl(
             self._summarizer, self._apply_and_publish, self._request_summary,
             lambda: self._clock)
@@ -388,6 +396,67 @@ class MemoryEngine:
         out = self._store_batch(am, pending, t, events)
         self._publish(events)
         return out
+
+    def ingest_typed(
+        self,
+        agent_id: str,
+        extraction: TypedExtractionResult | str,
+        *,
+        now: int | None = None,
+    ) -> tuple[list[MemoryRecord], TypedExtractionResult]:
+        """Store typed memories (seed 002) parsed from an LLM's extraction answer.
+
+        Each memory becomes one record "<name>: <description>" plus its body, in the layer
+        ``typed_memory_layers`` maps its type to (default: semantic; feedback procedural),
+        tagged ``typed:<type>`` and ``typed-name:<slug>``, with ``typedName``, ``typedType``
+        and ``filename`` attributes. Malformed blocks are reported in the result's
+        diagnostics, never raised. All or nothing, like :meth:`ingest_many`.
+
+        Args:
+            agent_id: The agent.
+            extraction: A :class:`TypedExtractionResult` or the raw LLM answer to parse.
+            now: Logical time.
+
+        Returns:
+            The stored records (in block order) and the parse result.
+        """
+        result = (extraction if isinstance(extraction, TypedExtractionResult)
+                  else parse_typed_memories(extraction))
+        items = []
+        for memory in result.memories:
+            layer = self.config.typed_memory_layers.get(
+                memory.type.value, DEFAULT_TYPE_LAYERS[memory.type])
+            items.append({
+                "content": f"{memory.name}: {memory.description}\n{memory.body}".strip(),
+                "layer": layer,
+                "tags": list(typed_memory_tags(memory)),
+                "metadata": {"attributes": {"typedName": memory.name,
+                                            "typedType": memory.type.value,
+                                            "filename": memory.filename}},
+            })
+        return self.ingest_many(agent_id, items, now=now), result
+
+    def typed_extraction_prompt(
+        self, agent_id: str, record_ids: Sequence[str], *, today_date: str
+    ) -> TypedExtractionPrompt:
+        """The seed 002 extraction prompt over some of an agent's records.
+
+        Use it on any records, e.g. the sources of a summarization task; the text is
+        redacted whatever the redaction mode.
+
+        Raises:
+            RecordNotFoundError: An id is not a live record of ``agent_id``.
+            InputInvalidError: ``today_date`` is not ``YYYY-MM-DD`` or there is no text.
+        """
+        lines = []
+        for rid in record_ids:
+            rec = self.get(rid)
+            if rec.agent_id != agent_id:
+                raise RecordNotFoundError(f"{rid!r} is not a record of agent {agent_id!r}",
+                                          details={"id": rid, "agentId": agent_id})
+            lines.append(f"- {rec.content}")
+        return build_typed_extraction_prompt("\n".join(lines), today_date=today_date,
+                                             redact=self._prompt_redactor.redact_text)
 
     # ------------------------------------------------------------------ retrieval
     def retrieve(

@@ -10,6 +10,7 @@ from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ErrorCode, RetentionViolationError
 from f09_memory.redaction.patterns import compile_patterns
 from f09_memory.schema.base import BoundaryModel
+from f09_memory.schema.enums import MemoryLayer
 
 __all__ = ["ImportanceSettings", "MemoryConfig", "RetentionPolicy"]
 
@@ -150,9 +151,16 @@ class MemoryConfig(_ConfigModel):
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 256
     embed_cost_units: PosInt = 5_000
     """Work units ``tick`` counts per text it (re-)embeds (about 25 µs of hashing)."""
+    removal_cost_units: PosInt = 2_000
+    """Work units ``tick`` counts per record compaction prunes (about 10 µs each, with its
+    event)."""
     index_insert_cost_units: PosInt = 100_000
     """Work units ``tick`` counts per vector it inserts into an index being built (HNSW
     inserts cost about 0.5 ms each)."""
+
+    typed_memory_layers: dict[str, MemoryLayer] = Field(default_factory=dict)
+    """Layer per typed-memory type (user, feedback, project, reference) for
+    ``engine.ingest_typed``; a type not listed uses the extraction module's default."""
 
     # summarization (index 10)
     summarization_keep_recent: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 50

@@ -227,13 +227,32 @@ def test_cursor_resumes_inside_the_layer_it_stopped_in() -> None:
     assert SEM not in compactor.over_cap(am)
 
 
-def test_a_budget_below_one_removal_removes_nothing() -> None:
+def test_a_positive_budget_below_one_removal_still_removes_exactly_one() -> None:
     engine = make_engine(10, None, None)
     fill(engine, "a", 30, seed=0, layers=("semantic",))
     am = agent(engine)
-    result = Compactor(engine.config).compact_slice(am, 0, REMOVAL_COST_UNITS - 1,
-                                                    CompactionCursor())
+    compactor = Compactor(engine.config)
+    expected = compactor.select(am, SEM, 0, 1).tolist()
+    for budget in (1, REMOVAL_COST_UNITS - 1):
+        cursor = CompactionCursor()
+        before = live_keys(am)
+        result = compactor.compact_slice(am, 0, budget, cursor)
+        am._check()
+        assert [f"a:{k:010d}" for k in expected] == [r.id for r in result.removed_records]
+        assert before - set(expected) == live_keys(am)
+        # the overshoot is one scan plus one removal, and the cursor stays in the layer
+        assert (am.hi + REMOVAL_COST_UNITS, False) == (result.scanned_units, result.done)
+        assert {"agentId": "a", "layerPos": 0} == cursor.get_state()
+        expected = compactor.select(am, SEM, 0, 1).tolist()
+
+
+def test_a_zero_budget_removes_nothing() -> None:
+    engine = make_engine(10, None, None)
+    fill(engine, "a", 30, seed=0, layers=("semantic",))
+    am = agent(engine)
+    result = Compactor(engine.config).compact_slice(am, 0, 0, CompactionCursor())
     assert ([], 0, False) == (result.removed_records, result.scanned_units, result.done)
+    assert 30 == am.live
 
 
 def test_one_removal_fits_even_when_the_scan_exceeds_the_budget() -> None:
@@ -303,10 +322,12 @@ def test_store_cursor_resumes_across_agents_in_id_order() -> None:
     cursor = CompactionCursor()
     visited: list[tuple[str, int]] = []
     removed: list[str] = []
+    budget = 40 * REMOVAL_COST_UNITS  # about 40 removals per call: a dozen calls in all
     for _ in range(200):
-        out = compact_store(store(sliced), 500, 2_000, cursor, compactor)
+        out = compact_store(store(sliced), 500, budget, cursor, compactor)
         store(sliced)._check()
-        assert out.used_units <= 2_000 + max(am.hi for am in store(sliced))
+        # a slice may overshoot by one scan plus one removal
+        assert out.used_units <= budget + max(am.hi for am in store(sliced)) + REMOVAL_COST_UNITS
         for entry in out:
             assert isinstance(entry, AgentCompaction)
             agent_id, recs, remaining = entry
@@ -388,6 +409,28 @@ def reference_victims(am: AgentMemory, code: int, now: int, count: int, protecte
     return [k for _, k, _ in cands[:count]]
 
 
+def reference_budget(excesses: list[int], budget: int, scan: int, cost: int) -> tuple[int, int]:
+    """Return (removals, units) of one budgeted slice over layers with these excesses.
+
+    Each over-cap layer step, while any budget is left, costs one scan and removes
+    ``max(1, (left - scan) // cost)`` records (at most the layer's excess), so a positive
+    budget always removes at least one; a layer left partly pruned ends the slice.
+    """
+    removals = used = 0
+    for excess in excesses:
+        if excess <= 0:
+            continue
+        left = budget - used
+        if left <= 0:
+            break
+        take = min(excess, max(1, (left - scan) // cost))
+        removals += take
+        used += scan + take * cost
+        if take < excess:
+            break
+    return removals, used
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_stress_random_ingest_and_slices_match_a_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -416,16 +459,22 @@ def test_stress_random_ingest_and_slices_match_a_reference(seed: int) -> None:
             excess = compactor.over_cap(am)
             codes = compactor.capped_codes
             start = cursor.layer_pos % len(codes) if cursor.agent_id == name else 0
+            order = codes[start:] + codes[:start]
             expected = []  # the unbounded order, visiting layers cyclically from the cursor
-            for code in codes[start:] + codes[:start]:
+            for code in order:
                 expected.extend(reference_victims(
                     am, code, now, excess.get(code, 0), protected,
                     engine.config.decay_half_life_ms, engine.config.score_quantum))
             budget = int(rng.integers(0, 2_000))
+            cost, scan = compactor.removal_cost_units, am.hi
+            allowed, units = reference_budget([excess.get(code, 0) for code in order], budget,
+                                              scan, cost)
             result = compactor.compact_slice(am, now, budget, cursor)
             am._check()
             got = [int(r.id[-10:]) for r in result.removed_records]
-            assert len(got) <= budget // compactor.removal_cost_units
+            assert (allowed, units) == (len(got), result.scanned_units)
+            if excess and budget > 0:  # progress, overshooting by one scan and one removal
+                assert 1 <= len(got) and units <= budget + scan + cost
             assert expected[: len(got)] == got  # a budgeted slice is a prefix of it
             assert result.done == (got == expected)
         else:
@@ -453,7 +502,9 @@ def test_qg6_memory_plateaus_under_retention_and_compaction() -> None:
     tick_ms = 10 * 60_000  # a simulated tick every 10 minutes, 5 simulated days
     ticks = 5 * 24 * 6
     per_tick = 94
-    budget = 40_000  # about 250 removals' worth per tick for the three agents
+    # ~300 removals a tick for the ~226 capped records the three agents ingest, plus the
+    # scans (three capped layers of ~1.6k slots per agent)
+    budget = 300 * REMOVAL_COST_UNITS + len(agents) * 3 * 2_000
     total = 0
     peaks: list[int] = []
     worst_excess = 0
@@ -469,7 +520,8 @@ def test_qg6_memory_plateaus_under_retention_and_compaction() -> None:
                 for j in range(per_tick)
             ], now=now)
             total += per_tick
-        compact_store(engine._store, now, budget, cursor, compactor)
+        out = compact_store(engine._store, now, budget, cursor, compactor)
+        assert out.used_units <= budget + max(am.hi for am in engine._store) + REMOVAL_COST_UNITS
         live = sum(am.live for am in engine._store)
         peaks.append(live)
         for am in engine._store:
