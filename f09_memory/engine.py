@@ -8,8 +8,10 @@ diagnostics, which no hash includes.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ from f09_memory.errors import (
     InputInvalidError,
     MemoryEngineError,
     RecordNotFoundError,
+    SnapshotInvalidError,
 )
 from f09_memory.importance.heuristic import Vocabulary
 from f09_memory.ingestion.pipeline import (
@@ -758,6 +761,54 @@ class MemoryEngine:
             rec = am.remove(key)
             events.append(RecordExpired(id=rec.id, layer=rec.layer.value, reason="ttl"))
         return int(due.shape[0])
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the whole engine state to ``path`` atomically (temp file, fsync, rename).
+
+        ``MemoryEngine.load(path)`` gives an engine with the same ``state_hash()`` whose
+        next retrievals are identical. O(total records).
+
+        Returns:
+            The path written.
+        """
+        from f09_memory.persistence.snapshot import write_snapshot
+        from f09_memory.persistence.state import engine_state
+
+        return write_snapshot(path, engine_state(self))
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        token_counter: TokenCounter | None = None,
+        pressure_source: PressureSource | None = None,
+        embedder: EmbeddingProvider | _Default | None = _DEFAULT,
+    ) -> MemoryEngine:
+        """Rebuild an engine from a snapshot written by :meth:`save`.
+
+        Adapters are not stored: pass the same ``embedder`` (same ``version``) to keep the
+        saved vectors, otherwise records are re-embedded by later ticks.
+
+        Raises:
+            SnapshotInvalidError: The file is missing, truncated, corrupted, foreign or of
+                another format version (``MEMORY_SNAPSHOT_INVALID``); nothing is half-loaded.
+        """
+        from f09_memory.persistence.snapshot import read_snapshot
+        from f09_memory.persistence.state import restore
+
+        state = read_snapshot(path)
+        try:
+            config = MemoryConfig.parse(state.get("config"))
+            seed = int(state.get("seed", 0))
+        except (MemoryEngineError, TypeError, ValueError) as exc:
+            raise SnapshotInvalidError(f"snapshot {str(path)!r} holds an invalid config",
+                                       details={"path": str(path)}) from exc
+        engine = cls(config, seed=seed, token_counter=token_counter,
+                     pressure_source=pressure_source, embedder=embedder)
+        restore(engine, state)
+        return engine
 
     # ------------------------------------------------------------------ hashing
     def canonical_state(self) -> dict[str, Any]:

@@ -18,11 +18,13 @@ Hierarchy::
     ├── RetrievalEmptyError                          MEMORY_RETRIEVAL_EMPTY
     ├── RedactionPatternInvalidError  (ValueError)   MEMORY_REDACTION_PATTERN_INVALID
     ├── RetentionViolationError                      MEMORY_RETENTION_VIOLATION
-    └── TokenBudgetUndefinedError     (ValueError)   MEMORY_TOKEN_BUDGET_UNDEFINED
+    ├── TokenBudgetUndefinedError     (ValueError)   MEMORY_TOKEN_BUDGET_UNDEFINED
+    └── SnapshotInvalidError          (ValueError)   MEMORY_SNAPSHOT_INVALID
 
-``MEMORY_INPUT_INVALID`` is the one code added to the spec's eleven: a malformed argument to
-``ingest``/``retrieve`` (empty content, importance outside 0..1, unknown layer) is neither a
-configuration error nor any other listed condition.
+Two codes are added to the spec's eleven: ``MEMORY_INPUT_INVALID`` for a malformed argument
+(empty content, importance outside 0..1, unknown layer), which is neither a configuration
+error nor any other listed condition, and ``MEMORY_SNAPSHOT_INVALID`` for a snapshot file
+that is truncated, corrupted, foreign or of another format version.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "RedactionPatternInvalidError",
     "RetentionViolationError",
     "RetrievalEmptyError",
+    "SnapshotInvalidError",
     "SummaryFailedError",
     "SummaryLockedError",
     "TokenBudgetUndefinedError",
@@ -65,6 +68,7 @@ class ErrorCode(StrEnum):
     MEMORY_RETENTION_VIOLATION = "MEMORY_RETENTION_VIOLATION"
     MEMORY_TOKEN_BUDGET_UNDEFINED = "MEMORY_TOKEN_BUDGET_UNDEFINED"
     MEMORY_INPUT_INVALID = "MEMORY_INPUT_INVALID"
+    MEMORY_SNAPSHOT_INVALID = "MEMORY_SNAPSHOT_INVALID"
 
 
 class MemoryEngineError(Exception):
@@ -174,6 +178,12 @@ class TokenBudgetUndefinedError(MemoryEngineError, ValueError):
     code = ErrorCode.MEMORY_TOKEN_BUDGET_UNDEFINED
 
 
+class SnapshotInvalidError(MemoryEngineError, ValueError):
+    """A snapshot cannot be loaded: truncated, corrupted, foreign or another version."""
+
+    code = ErrorCode.MEMORY_SNAPSHOT_INVALID
+
+
 _BY_CODE: dict[ErrorCode, type[MemoryEngineError]] = {
     cls.code: cls
     for cls in (
@@ -189,6 +199,7 @@ _BY_CODE: dict[ErrorCode, type[MemoryEngineError]] = {
         RedactionPatternInvalidError,
         RetentionViolationError,
         TokenBudgetUndefinedError,
+        SnapshotInvalidError,
     )
 }
 

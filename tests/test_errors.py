@@ -14,7 +14,8 @@ SPEC_CODES = {
 
 
 def test_all_spec_codes_exist_plus_input_invalid() -> None:
-    assert SPEC_CODES | {"MEMORY_INPUT_INVALID"} == {c.value for c in ErrorCode}
+    assert SPEC_CODES | {"MEMORY_INPUT_INVALID", "MEMORY_SNAPSHOT_INVALID"} == {
+        c.value for c in ErrorCode}
 
 
 @pytest.mark.parametrize("code", list(ErrorCode))

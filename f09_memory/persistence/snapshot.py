@@ -1,0 +1,141 @@
+r"""The snapshot file: a versioned, checksummed, atomically written container.
+
+Layout (bytes)::
+
+    F09MEMORY-SNAPSHOT\\n
+    version <int>\\n
+    sha256 <64 hex digits of the payload>\\n
+    length <payload bytes>\\n
+    <payload: zlib-compressed UTF-8 JSON>
+
+Numpy arrays inside the JSON are ``{"__ndarray__": <base64>, "dtype": ..., "shape": [...]}``.
+Writing goes to a temporary file in the same folder, is fsynced, then renamed over the
+target (and the folder fsynced), so a crash leaves either the old file or the new one.
+Reading checks magic, version, length and checksum before parsing anything: a truncated,
+corrupted or foreign file is refused with ``MEMORY_SNAPSHOT_INVALID`` naming the problem.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from f09_memory.errors import SnapshotInvalidError
+
+__all__ = ["MAGIC", "SNAPSHOT_VERSION", "decode", "encode", "read_snapshot", "write_snapshot"]
+
+MAGIC = b"F09MEMORY-SNAPSHOT\n"
+SNAPSHOT_VERSION = 1
+
+
+def encode(value: Any) -> Any:
+    """JSON-safe form of ``value``: numpy arrays and scalars become tagged objects/values."""
+    if isinstance(value, np.ndarray):
+        arr = np.ascontiguousarray(value)
+        return {"__ndarray__": base64.b64encode(arr.tobytes()).decode("ascii"),
+                "dtype": arr.dtype.str, "shape": list(arr.shape)}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encode(v) for v in value]
+    return value
+
+
+def decode(value: Any) -> Any:
+    """Inverse of :func:`encode` (tuples come back as lists)."""
+    if isinstance(value, dict):
+        if "__ndarray__" in value:
+            raw = base64.b64decode(value["__ndarray__"])
+            return np.frombuffer(raw, dtype=np.dtype(value["dtype"])).reshape(
+                value["shape"]).copy()
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    return value
+
+
+def write_snapshot(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
+    """Write ``state`` to ``path`` atomically (temp file, fsync, rename, fsync folder).
+
+    Returns:
+        The path written.
+    """
+    target = Path(path)
+    payload = zlib.compress(json.dumps(encode(state), sort_keys=True,
+                                       separators=(",", ":")).encode("utf-8"), 6)
+    header = (MAGIC + f"version {SNAPSHOT_VERSION}\n".encode()
+              + f"sha256 {hashlib.sha256(payload).hexdigest()}\n".encode()
+              + f"length {len(payload)}\n".encode())
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(header)
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return target
+
+
+def _bad(path: Path, problem: str) -> SnapshotInvalidError:
+    return SnapshotInvalidError(f"snapshot {str(path)!r} {problem}; nothing was loaded",
+                                details={"path": str(path), "problem": problem})
+
+
+def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and verify a snapshot written by :func:`write_snapshot`.
+
+    Raises:
+        SnapshotInvalidError: Missing, foreign, wrong version, truncated or corrupted.
+    """
+    source = Path(path)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise _bad(source, f"cannot be read ({exc.strerror})") from exc
+    if not data.startswith(MAGIC):
+        raise _bad(source, "is not an f09-memory snapshot (bad magic)")
+    lines = data[len(MAGIC):].split(b"\n", 3)
+    if len(lines) < 4:
+        raise _bad(source, "is truncated inside its header")
+    try:
+        version = int(lines[0].removeprefix(b"version "))
+        digest = lines[1].removeprefix(b"sha256 ").decode("ascii")
+        length = int(lines[2].removeprefix(b"length "))
+    except (ValueError, UnicodeDecodeError):
+        raise _bad(source, "has a malformed header") from None
+    if version != SNAPSHOT_VERSION:
+        raise _bad(source, f"has format version {version}; this engine reads version "
+                           f"{SNAPSHOT_VERSION}")
+    payload = lines[3]
+    if len(payload) != length:
+        raise _bad(source, f"is truncated: payload has {len(payload)} of {length} bytes")
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise _bad(source, "is corrupted: checksum mismatch")
+    try:
+        state = json.loads(zlib.decompress(payload).decode("utf-8"))
+    except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(source, f"has an unreadable payload ({type(exc).__name__})") from exc
+    if not isinstance(state, dict):
+        raise _bad(source, "has no state object")
+    out: dict[str, Any] = decode(state)
+    return out
