@@ -288,6 +288,10 @@ class MemoryEngine:
             built.append((key, record, deadline, labels))
         semantic = self._semantic
         vectors = semantic.embed_batch(am.agent_id, [b[1] for b in built], events)
+        # Events nobody receives (no subscriber, no debug log) are not even built.
+        logged = logger.isEnabledFor(logging.DEBUG)
+        report_created = logged or self.bus.wants(RecordCreated.name)
+        report_redacted = logged or self.bus.wants(RecordRedacted.name)
         out = []
         for i, (key, record, deadline, labels) in enumerate(built):
             if record.layer is _EPISODIC and am.ring.full:
@@ -299,9 +303,10 @@ class MemoryEngine:
             slot = am.add(record, key, record.metadata.flagged, deadline)
             if vectors is not None:
                 semantic.attach(am, slot, key, vectors[i])
-            events.append(RecordCreated(id=record.id, layer=record.layer.value,
-                                        agent_id=am.agent_id, importance=record.importance))
-            if labels:
+            if report_created:
+                events.append(RecordCreated(id=record.id, layer=record.layer.value,
+                                            agent_id=am.agent_id, importance=record.importance))
+            if labels and report_redacted:
                 events.append(RecordRedacted(id=record.id, patterns=labels))
             out.append(record)
         return out
