@@ -8,8 +8,24 @@ Parts:
 - :mod:`~f09_memory.tools.sop` — :func:`load_sop`, the fail-safe loader of the editable
   markdown SOP (shipped in ``resources/memory_sop.md``; ``MEMORY_SOP_PATH``,
   ``MEMORY_SOP_MAX_CHARS``).
+- :mod:`~f09_memory.tools.execute` — :func:`execute_tool`, the executor that runs a tool
+  call on a :class:`~f09_memory.engine.MemoryEngine` and returns the seed's JSON payload
+  (never raising to the model), :class:`ToolContext` and :func:`memory_entries`.
+- :mod:`~f09_memory.tools.bootstrap` — :func:`bootstrap_messages`, the system messages of a
+  new session: the SOP plus the newest entries (``MEMORY_BOOTSTRAP_MAX_ENTRIES``,
+  ``MEMORY_BOOTSTRAP_MAX_CHARS``).
 """
 
+from f09_memory.tools.bootstrap import (
+    BOOTSTRAP_HEADER,
+    BOOTSTRAP_MAX_CHARS_ENV,
+    BOOTSTRAP_MAX_ENTRIES_ENV,
+    DEFAULT_BOOTSTRAP_MAX_CHARS,
+    DEFAULT_BOOTSTRAP_MAX_ENTRIES,
+    bootstrap_entries,
+    bootstrap_messages,
+    format_entry,
+)
 from f09_memory.tools.definitions import (
     MEMORY_SEARCH,
     MEMORY_SEARCH_LIMIT_DEFAULT,
@@ -24,6 +40,21 @@ from f09_memory.tools.definitions import (
     tool_input_schema,
     validate_tool_arguments,
 )
+from f09_memory.tools.execute import (
+    DEFAULT_TOOL_AGENT_ID,
+    KEYWORD_MATCH_WEIGHT,
+    KEYWORD_TAG_PREFIX,
+    MEMORY_VERSION_ATTRIBUTE,
+    TOOL_INTERNAL_ERROR,
+    TOOL_MEMORY_LAYER,
+    TOOL_SOURCE_EVENT,
+    MemoryEntry,
+    ToolContext,
+    dedupe_key,
+    execute_tool,
+    execute_tool_json,
+    memory_entries,
+)
 from f09_memory.tools.sop import (
     DEFAULT_SOP_MAX_CHARS,
     SOP_MAX_CHARS_ENV,
@@ -32,19 +63,40 @@ from f09_memory.tools.sop import (
 )
 
 __all__ = [
+    "BOOTSTRAP_HEADER",
+    "BOOTSTRAP_MAX_CHARS_ENV",
+    "BOOTSTRAP_MAX_ENTRIES_ENV",
+    "DEFAULT_BOOTSTRAP_MAX_CHARS",
+    "DEFAULT_BOOTSTRAP_MAX_ENTRIES",
     "DEFAULT_SOP_MAX_CHARS",
+    "DEFAULT_TOOL_AGENT_ID",
+    "KEYWORD_MATCH_WEIGHT",
+    "KEYWORD_TAG_PREFIX",
     "MEMORY_SEARCH",
     "MEMORY_SEARCH_LIMIT_DEFAULT",
     "MEMORY_SEARCH_LIMIT_MAX",
     "MEMORY_SEARCH_LIMIT_MIN",
+    "MEMORY_VERSION_ATTRIBUTE",
     "MEMORY_WRITE",
     "MEMORY_WRITE_MAX_KEYWORDS",
+    "MemoryEntry",
     "SOP_MAX_CHARS_ENV",
     "SOP_PATH_ENV",
     "TOOL_FORMATS",
+    "TOOL_INTERNAL_ERROR",
+    "TOOL_MEMORY_LAYER",
     "TOOL_NAMES",
+    "TOOL_SOURCE_EVENT",
+    "ToolContext",
     "ToolFormat",
+    "bootstrap_entries",
+    "bootstrap_messages",
+    "dedupe_key",
+    "execute_tool",
+    "execute_tool_json",
+    "format_entry",
     "load_sop",
+    "memory_entries",
     "tool_definitions",
     "tool_input_schema",
     "validate_tool_arguments",
