@@ -41,6 +41,7 @@ from f09_memory.errors import (
     SnapshotInvalidError,
 )
 from f09_memory.importance.heuristic import Vocabulary
+from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
 from f09_memory.ingestion.pipeline import (
     MAX_CONTENT_CHARS,
     Ingestor,
@@ -63,8 +64,9 @@ from f09_memory.redaction.redactor import Redactor
 from f09_memory.retention import CompactionCursor, Compactor, compact_store
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
+from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import MemoryLayer, PressureState
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
@@ -443,6 +445,78 @@ class MemoryEngine:
                                             "filename": memory.filename}},
             })
         return self.ingest_many(agent_id, items, now=now), result
+
+    def ingest_claim(
+        self,
+        agent_id: str,
+        content: str,
+        claim: Claim,
+        *,
+        layer: MemoryLayer | str = MemoryLayer.SEMANTIC,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        now: int | None = None,
+    ) -> ClaimOutcome:
+        """Store a memory carrying a claim, with supersession (see ``ingestion.claims``).
+
+        The same value again reinforces the active claim (importance raised by 0.05, up to
+        1); a conflicting value supersedes it when its provenance is at least as trusted,
+        and is quarantined otherwise. Superseded and quarantined records stay stored and are
+        excluded from retrieval unless ``RetrievalRequest.statuses`` lists them.
+
+        Raises:
+            InputInvalidError: A malformed argument, or a temporal claim whose ``valid_to``
+                is not after ``now`` (state unchanged).
+        """
+        agent_id = validate_agent_id(agent_id)
+        t = self._time(now)
+        if not isinstance(claim, Claim):
+            raise InputInvalidError("claim must be an f09_memory.ingestion.claims.Claim",
+                                    details={"field": "claim"})
+        ttl = None
+        if claim.scope == "temporal":
+            assert claim.valid_to is not None
+            if claim.valid_to <= t:
+                raise InputInvalidError("claim.valid_to must be after now",
+                                        details={"field": "claim.valid_to"})
+            ttl = claim.valid_to - t
+        validate_item(content, layer, importance, tags, None, ttl)
+        am = self._store.get(agent_id)
+        current = am.claims.get(claim.key) if am is not None else None
+        previous = am.record(current) if am is not None and current is not None else None
+        if previous is not None and am is not None and current is not None:
+            attrs = previous.metadata.attributes
+            if attrs.get("claimValue") == normalize_value(claim.value):
+                meta = dict(previous.metadata.__dict__)
+                meta["attributes"] = {**attrs,
+                                      "claimReinforced": int(attrs.get("claimReinforced", 0)) + 1}
+                values = dict(previous.__dict__)
+                values["metadata"] = trusted(RecordMetadata, meta)
+                values["importance"] = min(1.0, round(previous.importance + 0.05, 6))
+                reinforced = trusted(MemoryRecord, values)
+                am.replace_record(current, reinforced)
+                return ClaimOutcome(reinforced, "reinforced", previous.id)
+        trust_ok = previous is None or TRUST[claim.provenance] >= TRUST[
+            str(previous.metadata.attributes.get("claimProvenance", "inference"))]
+        status = "active" if trust_ok else "quarantined"
+        attributes = claim.attributes(status)
+        if previous is not None and not trust_ok:
+            attributes["conflictsWith"] = previous.id
+        record = self.ingest(agent_id, content, layer=layer, importance=importance,
+                             tags=tags, ttl=ttl, now=t, metadata={"attributes": attributes})
+        if previous is None:
+            return ClaimOutcome(record, "created")
+        if not trust_ok:
+            return ClaimOutcome(record, "quarantined", previous.id)
+        am = self._store.get(agent_id)
+        assert am is not None and current is not None
+        meta = dict(previous.metadata.__dict__)
+        meta["attributes"] = {**previous.metadata.attributes, "claimStatus": "superseded",
+                              "supersededBy": record.id}
+        values = dict(previous.__dict__)
+        values["metadata"] = trusted(RecordMetadata, meta)
+        am.replace_record(current, trusted(MemoryRecord, values))
+        return ClaimOutcome(record, "superseded", previous.id)
 
     def typed_extraction_prompt(
         self, agent_id: str, record_ids: Sequence[str], *, today_date: str

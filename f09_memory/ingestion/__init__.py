@@ -1,8 +1,11 @@
 """Ingestion (index 3): validate, redact, estimate tokens, score importance, build records.
 
-Modules: ``pipeline`` (validate_item, validate_mapping, Ingestor, PendingRecord).
+Modules: ``pipeline`` (validate_item, validate_mapping, Ingestor, PendingRecord),
+``claims`` (Claim, ClaimOutcome, TRUST: supersession of structured claims),
+``typed_extraction`` (seed 002: the extraction prompt and the typed-memory parser).
 """
 
+from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
 from f09_memory.ingestion.pipeline import (
     ITEM_FIELDS,
     Ingestor,
@@ -11,11 +14,31 @@ from f09_memory.ingestion.pipeline import (
     validate_item,
     validate_mapping,
 )
+from f09_memory.ingestion.typed_extraction import (
+    TypedExtractionPrompt,
+    TypedExtractionResult,
+    TypedMemory,
+    TypedMemoryType,
+    build_typed_extraction_prompt,
+    parse_typed_memories,
+    typed_memory_tags,
+)
 
 __all__ = [
     "ITEM_FIELDS",
+    "TRUST",
+    "Claim",
+    "ClaimOutcome",
     "Ingestor",
     "PendingRecord",
+    "TypedExtractionPrompt",
+    "TypedExtractionResult",
+    "TypedMemory",
+    "TypedMemoryType",
+    "build_typed_extraction_prompt",
+    "normalize_value",
+    "parse_typed_memories",
+    "typed_memory_tags",
     "validate_agent_id",
     "validate_item",
     "validate_mapping",

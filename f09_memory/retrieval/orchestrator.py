@@ -40,7 +40,7 @@ from f09_memory.schema.retrieval import (
     RetrievedBundle,
     ScoreComponent,
 )
-from f09_memory.store.agent import AgentMemory
+from f09_memory.store.agent import CLAIM_STATUSES, AgentMemory
 
 __all__ = ["Retriever", "SemanticScorer", "SemanticTerm"]
 
@@ -140,6 +140,11 @@ class Retriever:
             hi = am.hi
             mask = am.alive[:hi] & (am.deadline[:hi] > now)
             mask &= self._policy[request.purpose][am.layer[:hi]]
+            if request.statuses is not None:
+                allowed = np.array([name in request.statuses for name in CLAIM_STATUSES])
+                mask &= allowed[am.status[:hi]]
+            else:
+                mask &= am.status[:hi] == 0
             slots = np.flatnonzero(mask)
             candidates = int(slots.shape[0])
             filtered = am.live - candidates

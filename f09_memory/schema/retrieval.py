@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictInt
 
@@ -35,6 +35,9 @@ class RetrievalRequest(BoundaryModel):
     model: str | None = None
     pressure_state: PressureState | None = None
     query: str | None = None
+    statuses: tuple[Literal["active", "superseded", "quarantined"], ...] | None = None
+    """Record statuses to consider (``None``: active only). Superseded and quarantined
+    claims are excluded unless listed here."""
 
 
 class ScoreComponent(BoundaryModel):

@@ -23,9 +23,13 @@ from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.store.ring import EpisodicRing
 
-__all__ = ["NO_DEADLINE", "AgentMemory", "record_id"]
+__all__ = ["CLAIM_STATUSES", "NO_DEADLINE", "AgentMemory", "record_id"]
 
 NO_DEADLINE = np.iinfo(np.int64).max
+CLAIM_STATUSES: tuple[str, ...] = ("active", "superseded", "quarantined")
+"""Record status codes (the ``status`` column): a record without a claim is active; a claim
+is superseded by a newer trusted one, or quarantined when a less trusted write conflicts."""
+_STATUS_CODE = {name: i for i, name in enumerate(CLAIM_STATUSES)}
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
 
@@ -72,6 +76,9 @@ class AgentMemory:
         self.deadline = np.zeros(0, dtype=np.int64)
         self.decayed = np.zeros(0, dtype=np.float64)
         self.alive = np.zeros(0, dtype=np.bool_)
+        self.status = np.zeros(0, dtype=np.int8)
+        self.claims: dict[str, int] = {}
+        """Active claim key (``claimKey`` attribute) -> record key."""
         self.embedded = np.zeros(0, dtype=np.bool_)
         self.vectors: NDArray[np.float32] | None = None
         """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
@@ -88,7 +95,7 @@ class AgentMemory:
 
     _COLUMNS = (
         "key", "layer", "importance", "flagged", "created", "anchor", "tokens", "deadline",
-        "decayed", "alive", "embedded",
+        "decayed", "alive", "status", "embedded",
     )
 
     def _grow(self, capacity: int) -> None:
@@ -180,6 +187,7 @@ class AgentMemory:
         self.decayed[slot] = record.importance
         self.alive[slot] = True
         self.embedded[slot] = False
+        self._set_claim(slot, key, record)
         self.records[slot] = record
         self.slot_of[key] = slot
         self.layer_counts[code] += 1
@@ -197,6 +205,9 @@ class AgentMemory:
         slot = self.slot_of.pop(key)
         self.compressed.pop(key, None)
         record = self.records[slot]
+        claim = record.metadata.attributes.get("claimKey") if record is not None else None
+        if isinstance(claim, str) and self.claims.get(claim) == key:
+            del self.claims[claim]
         assert record is not None
         code = int(self.layer[slot])
         if self.by_importance is not None and self.by_recency is not None:
@@ -227,6 +238,18 @@ class AgentMemory:
             self.by_importance.add((-record.importance, key))
         self.records[slot] = record
         self.importance[slot] = record.importance
+        self._set_claim(slot, key, record)
+
+    def _set_claim(self, slot: int, key: int, record: MemoryRecord) -> None:
+        attrs = record.metadata.attributes
+        status = _STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
+        self.status[slot] = status
+        claim = attrs.get("claimKey")
+        if isinstance(claim, str):
+            if status == 0:
+                self.claims[claim] = key
+            elif self.claims.get(claim) == key:
+                del self.claims[claim]
 
     def record(self, key: int) -> MemoryRecord | None:
         """The live record ``key``, or ``None``."""
@@ -259,6 +282,11 @@ class AgentMemory:
             assert len(self.index) <= int(self.embedded[:hi].sum()), "index holds dead keys"
         if self.by_importance is not None and self.by_recency is not None:
             assert len(self.by_importance) == len(self.by_recency) == len(self.slot_of)
+        for claim, key in self.claims.items():
+            slot = self.slot_of[key]
+            rec = self.records[slot]
+            assert rec is not None and rec.metadata.attributes.get("claimKey") == claim
+            assert int(self.status[slot]) == 0, "a non-active claim is indexed as active"
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
         assert set(self.compressed) <= set(self.slot_of), "compressed cache holds a dead key"
