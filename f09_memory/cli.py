@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="maintenance budget per tick in ms of counted work (2.0)")
     sim.add_argument("--from-env", action="store_true",
                      help="read MemoryConfig from MEMORY_* environment variables")
+    sim.add_argument("--db", default=None, metavar="PATH",
+                     help="run on a durable SQLite store (reopened and continued if it exists)")
+    sim.add_argument("--commit", choices=("call", "tick"), default="tick",
+                     help="durable mode: commit every call or once per tick (tick)")
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
@@ -99,7 +103,10 @@ def _print_table(console: Console, summary: dict[str, object]) -> None:
 
 def _simulate(args: argparse.Namespace) -> int:
     config = MemoryConfig.from_env() if args.from_env else MemoryConfig()
-    engine = MemoryEngine(config, seed=args.seed)
+    if args.db:
+        engine = MemoryEngine.open(args.db, config, seed=args.seed, commit=args.commit)
+    else:
+        engine = MemoryEngine(config, seed=args.seed)
     console = Console(stderr=args.json)
     t0 = time.perf_counter()
     with Progress(
@@ -113,6 +120,9 @@ def _simulate(args: argparse.Namespace) -> int:
             on_tick=lambda _tick: progress.advance(task),
         )
     summary = _summary(engine, result, time.perf_counter() - t0)
+    if args.db:
+        engine.close()
+        summary["db"] = args.db
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:

@@ -7,12 +7,16 @@ diagnostics, which no hash includes.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,12 +63,17 @@ from f09_memory.ingestion.typed_extraction import (
     typed_memory_tags,
 )
 from f09_memory.packing.tokens import HeuristicTokenCounter
+from f09_memory.persistence.durable import CommitMode, DurableLog
+from f09_memory.persistence.snapshot import dumps as snapshot_dumps
+from f09_memory.persistence.snapshot import loads as snapshot_loads
+from f09_memory.persistence.snapshot import read_snapshot, write_snapshot
+from f09_memory.persistence.state import engine_state, restore
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retention import CompactionCursor, Compactor, compact_store
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
-from f09_memory.schema.base import trusted
+from f09_memory.schema.base import BoundaryModel, trusted
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
@@ -85,6 +94,74 @@ class _Default:
 
 
 _DEFAULT = _Default()
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON form of a call argument for the durable journal."""
+    if isinstance(value, BoundaryModel):
+        return value.to_json_dict()
+    if isinstance(value, Claim):
+        return {"__claim__": dataclasses.asdict(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value) if isinstance(value, set | frozenset) else value
+        return [_jsonable(v) for v in items]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _from_journal(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "__claim__" in value:
+            return Claim(**value["__claim__"])
+        return {k: _from_journal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_journal(v) for v in value]
+    return value
+
+
+def _journaled(fn: _F) -> _F:
+    """Journal a successful state-changing call in durable mode (outermost call only).
+
+    A call rejected with a MemoryEngineError changed nothing and is not journaled; any
+    other exception (a raising event handler in ``propagate`` mode) comes after the state
+    change, so the call is journaled before it propagates.
+    """
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(self: MemoryEngine, *args: Any, **kwargs: Any) -> Any:
+        if self._journal is None or self._op_depth:
+            if self._journal is None:
+                return fn(self, *args, **kwargs)
+            self._op_depth += 1
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                self._op_depth -= 1
+        bound = sig.bind(self, *args, **kwargs)
+        arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+        for key, value in arguments.items():  # a generator would be consumed by the call
+            if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
+                arguments[key] = list(value)
+        self._op_depth = 1
+        journal = True
+        try:
+            return fn(self, **arguments)
+        except MemoryEngineError:
+            journal = False
+            raise
+        finally:
+            self._op_depth = 0
+            if journal:
+                self._record(fn.__name__, arguments)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,12 +286,16 @@ class MemoryEngine:
         self._prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
         self._summarizer = Summarizer(config, redact=self._prompt_redactor.redact_text)
         self.summarization = SummarizationControl(
-            self._summarizer, self._apply_and_publish, self._request_summary,
-            lambda: self._clock)
+            self._summarizer, request=self._request_summary, poll=self._summary_poll,
+            complete=self._summary_complete, fail=self._summary_fail,
+            clock=lambda: self._clock)
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._clock = 0
         self._pressure = PressureState.NORMAL
         self._maint = _Maintenance()
+        self._journal: DurableLog | None = None
+        self._op_depth = 0
+        self._checkpoint_every = 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -324,6 +405,7 @@ class MemoryEngine:
             if bus.wants(ev.name):
                 bus.emit(ev)
 
+    @_journaled
     def ingest(
         self,
         agent_id: str,
@@ -365,6 +447,7 @@ class MemoryEngine:
         self._publish(events)
         return record
 
+    @_journaled
     def ingest_many(
         self,
         agent_id: str,
@@ -446,6 +529,7 @@ class MemoryEngine:
             })
         return self.ingest_many(agent_id, items, now=now), result
 
+    @_journaled
     def ingest_claim(
         self,
         agent_id: str,
@@ -687,6 +771,7 @@ class MemoryEngine:
         self._apply_outcomes(self._summarizer.collect(), events)
         return task
 
+    @_journaled
     def _request_summary(self, agent_id: str, now: int) -> SummarizationTask | None:
         am = self._store.get(validate_agent_id(agent_id))
         if am is None:
@@ -695,6 +780,28 @@ class MemoryEngine:
         task = self._schedule_summary(am, _check_now(now), events, require=True)
         self._publish(events)
         return task
+
+    @_journaled
+    def _summary_poll(self, now: int) -> list[SummarizationTask]:
+        return self._summarizer.poll(now)
+
+    @_journaled
+    def _summary_complete(self, task_id: str, text: str | None) -> SummaryOutcome:
+        outcome = self._summarizer.complete(task_id, text)
+        self._apply_and_publish([outcome])
+        return outcome
+
+    @_journaled
+    def _summary_complete_error(self, task_id: str, error: str) -> SummaryOutcome:
+        outcome = self._summarizer.complete_after_error(task_id, error)
+        self._apply_and_publish([outcome])
+        return outcome
+
+    @_journaled
+    def _summary_fail(self, task_id: str, reason: str) -> SummaryOutcome:
+        outcome = self._summarizer.fail(task_id, reason)
+        self._apply_and_publish([outcome])
+        return outcome
 
     def summarize_pending(self, llm: LLMClient, *, now: int | None = None) -> list[SummaryOutcome]:
         """Run every queued summarization task through ``llm`` synchronously and apply it.
@@ -709,11 +816,24 @@ class MemoryEngine:
         if not isinstance(llm, LLMClient):
             raise InputInvalidError("llm must have complete(prompt, *, system, temperature, "
                                     "max_tokens) -> str (LLMClient)")
-        outcomes = self._summarizer.run_sync(llm, self._time(now))
-        self._apply_and_publish(outcomes)
+        cfg = self.config
+        outcomes: list[SummaryOutcome] = []
+        for task in self._summary_poll(self._time(now)):
+            try:
+                reply: object = llm.complete(
+                    task.prompt or "", system=self._summarizer.system_prompt,
+                    temperature=cfg.summarization_temperature,
+                    max_tokens=cfg.summarization_max_tokens)
+            except Exception as exc:  # the adapter's failure: the heuristic summary instead
+                outcomes.append(self._summary_complete_error(
+                    task.id, f"{type(exc).__name__}: {exc}"))
+                continue
+            outcomes.append(self._summary_complete(
+                task.id, reply if isinstance(reply, str) else None))
         return outcomes
 
     # ------------------------------------------------------------------ maintenance
+    @_journaled
     def set_pressure(self, state: PressureState | str) -> None:
         """Set the rate-governor pressure; emits ``memory:pressure:changed`` on a change.
 
@@ -733,6 +853,7 @@ class MemoryEngine:
             self._pressure = new
             self._publish([PressureChanged(previous=old.value, current=new.value)])
 
+    @_journaled
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
         """Advance the clock to ``now`` and run a slice of maintenance.
 
@@ -851,9 +972,6 @@ class MemoryEngine:
         Returns:
             The path written.
         """
-        from f09_memory.persistence.snapshot import write_snapshot
-        from f09_memory.persistence.state import engine_state
-
         return write_snapshot(path, engine_state(self))
 
     @classmethod
@@ -874,9 +992,6 @@ class MemoryEngine:
             SnapshotInvalidError: The file is missing, truncated, corrupted, foreign or of
                 another format version (``MEMORY_SNAPSHOT_INVALID``); nothing is half-loaded.
         """
-        from f09_memory.persistence.snapshot import read_snapshot
-        from f09_memory.persistence.state import restore
-
         state = read_snapshot(path)
         try:
             config = MemoryConfig.parse(state.get("config"))
@@ -888,6 +1003,87 @@ class MemoryEngine:
                      pressure_source=pressure_source, embedder=embedder)
         restore(engine, state)
         return engine
+
+    # ------------------------------------------------------------------ durable mode
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: MemoryConfig | None = None,
+        *,
+        seed: int = 0,
+        commit: CommitMode = "call",
+        checkpoint_every: int = 10_000,
+        token_counter: TokenCounter | None = None,
+        pressure_source: PressureSource | None = None,
+        embedder: EmbeddingProvider | _Default | None = _DEFAULT,
+    ) -> MemoryEngine:
+        """Open (or create) a durable engine on an SQLite database (WAL).
+
+        A new database starts from ``config`` and ``seed``; an existing one restores its
+        snapshot and replays its journal (``config``/``seed`` are then ignored), giving the
+        state of the last commit, with the same state hash, even after the process was
+        killed. Every state-changing call is journaled and committed before it returns
+        (``commit="call"``) or at each tick (``commit="tick"``).
+
+        Raises:
+            SnapshotInvalidError: The file is not a usable database or its snapshot is bad.
+            InputInvalidError: ``checkpoint_every`` is not a positive integer.
+        """
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
+                checkpoint_every < 1):
+            raise InputInvalidError("checkpoint_every must be a positive integer",
+                                    details={"field": "checkpoint_every"})
+        log = DurableLog(path, commit=commit)
+        blob = log.snapshot()
+        if blob is None:
+            engine = cls(config, seed=seed, token_counter=token_counter,
+                         pressure_source=pressure_source, embedder=embedder)
+            log.checkpoint(snapshot_dumps(engine_state(engine)))
+        else:
+            state = snapshot_loads(blob, path)
+            engine = cls(MemoryConfig.parse(state["config"]), seed=int(state["seed"]),
+                         token_counter=token_counter, pressure_source=pressure_source,
+                         embedder=embedder)
+            restore(engine, state)
+            engine._replay(log)
+        engine._journal = log
+        engine._checkpoint_every = checkpoint_every
+        return engine
+
+    def _replay(self, log: DurableLog) -> None:
+        source, self.pressure_source = self.pressure_source, None
+        try:
+            for op in log.ops():
+                args = _from_journal(op["args"])
+                if "pressure" in op:  # the state the rate governor reported at that tick
+                    self._pressure = PressureState(op["pressure"])
+                getattr(self, op["op"])(**args)
+        finally:
+            self.pressure_source = source
+
+    def _record(self, name: str, arguments: dict[str, Any]) -> None:
+        assert self._journal is not None
+        op: dict[str, Any] = {"op": name, "args": _jsonable(arguments)}
+        if name == "tick" and self.pressure_source is not None:
+            op["pressure"] = self._pressure.value
+        self._journal.append(op)
+        if name == "tick":
+            self._journal.commit()
+        if self._journal.pending >= self._checkpoint_every:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Durable mode: rewrite the snapshot and empty the journal (one transaction)."""
+        if self._journal is not None:
+            self._journal.checkpoint(snapshot_dumps(engine_state(self)))
+
+    def close(self) -> None:
+        """Durable mode: checkpoint and close the database (no-op otherwise)."""
+        if self._journal is not None:
+            self.checkpoint()
+            self._journal.close()
+            self._journal = None
 
     # ------------------------------------------------------------------ hashing
     def canonical_state(self) -> dict[str, Any]:

@@ -54,3 +54,15 @@ def test_bad_env_config_is_reported_not_raised(
     monkeypatch.setenv("MEMORY_EPISODIC_MAX", "-3")
     assert 2 == main(["simulate", "--from-env", "--ticks", "1", "--no-progress"])
     assert "MEMORY_CONFIG_INVALID" in capsys.readouterr().err
+
+
+def test_simulate_on_a_durable_store_survives_the_process(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "village.db")
+    first = run_json(capsys, "--agents", "3", "--ticks", "8", "--seed", "2", "--db", db)
+    in_memory = run_json(capsys, "--agents", "3", "--ticks", "8", "--seed", "2")
+    assert first["stateHash"] == in_memory["stateHash"]
+    from f09_memory import MemoryEngine
+
+    assert first["stateHash"] == MemoryEngine.open(db).state_hash()

@@ -30,7 +30,16 @@ import numpy as np
 
 from f09_memory.errors import SnapshotInvalidError
 
-__all__ = ["MAGIC", "SNAPSHOT_VERSION", "decode", "encode", "read_snapshot", "write_snapshot"]
+__all__ = [
+    "MAGIC",
+    "SNAPSHOT_VERSION",
+    "decode",
+    "dumps",
+    "encode",
+    "loads",
+    "read_snapshot",
+    "write_snapshot",
+]
 
 MAGIC = b"F09MEMORY-SNAPSHOT\n"
 SNAPSHOT_VERSION = 1
@@ -64,6 +73,15 @@ def decode(value: Any) -> Any:
     return value
 
 
+def dumps(state: dict[str, Any]) -> bytes:
+    """The snapshot bytes of ``state`` (header and compressed, checksummed payload)."""
+    payload = zlib.compress(json.dumps(encode(state), sort_keys=True,
+                                       separators=(",", ":")).encode("utf-8"), 6)
+    return (MAGIC + f"version {SNAPSHOT_VERSION}\n".encode()
+            + f"sha256 {hashlib.sha256(payload).hexdigest()}\n".encode()
+            + f"length {len(payload)}\n".encode() + payload)
+
+
 def write_snapshot(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
     """Write ``state`` to ``path`` atomically (temp file, fsync, rename, fsync folder).
 
@@ -71,17 +89,12 @@ def write_snapshot(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
         The path written.
     """
     target = Path(path)
-    payload = zlib.compress(json.dumps(encode(state), sort_keys=True,
-                                       separators=(",", ":")).encode("utf-8"), 6)
-    header = (MAGIC + f"version {SNAPSHOT_VERSION}\n".encode()
-              + f"sha256 {hashlib.sha256(payload).hexdigest()}\n".encode()
-              + f"length {len(payload)}\n".encode())
+    blob = dumps(state)
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(header)
-            fh.write(payload)
+            fh.write(blob)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -112,6 +125,16 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = source.read_bytes()
     except OSError as exc:
         raise _bad(source, f"cannot be read ({exc.strerror})") from exc
+    return loads(data, source)
+
+
+def loads(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> dict[str, Any]:
+    """Verify and decode snapshot bytes (``source`` names them in errors).
+
+    Raises:
+        SnapshotInvalidError: Foreign, wrong version, truncated or corrupted bytes.
+    """
+    source = Path(source)
     if not data.startswith(MAGIC):
         raise _bad(source, "is not an f09-memory snapshot (bad magic)")
     lines = data[len(MAGIC):].split(b"\n", 3)

@@ -20,22 +20,29 @@ class SummarizationControl:
     """Two-phase access to an engine's summarizer.
 
     Args:
-        summarizer: The engine's summarizer.
-        apply: Applies outcomes to the engine (stores, retires, emits).
+        summarizer: The engine's summarizer (read-only access).
         request: Schedules a task for one agent now (explicit request).
+        poll: Takes the queued tasks (engine operation).
+        complete: Completes a task and applies the outcome (engine operation).
+        fail: Fails a task and applies the outcome (engine operation).
         clock: The engine clock, used when ``now`` is omitted.
     """
 
     def __init__(
         self,
         summarizer: Summarizer,
-        apply: Callable[[list[SummaryOutcome]], None],
+        *,
         request: Callable[[str, int], SummarizationTask | None],
+        poll: Callable[[int], list[SummarizationTask]],
+        complete: Callable[[str, str | None], SummaryOutcome],
+        fail: Callable[[str, str], SummaryOutcome],
         clock: Callable[[], int],
     ) -> None:
         self._summarizer = summarizer
-        self._apply = apply
         self._request = request
+        self._poll = poll
+        self._complete = complete
+        self._fail = fail
         self._clock = clock
 
     @property
@@ -61,7 +68,7 @@ class SummarizationControl:
 
     def poll(self, now: int | None = None) -> list[SummarizationTask]:
         """Take every queued task (now ``running``), each with its redacted ``prompt``."""
-        return self._summarizer.poll(self._clock() if now is None else now)
+        return self._poll(self._clock() if now is None else now)
 
     def complete(self, task_id: str, text: str | None) -> SummaryOutcome:
         """Finish a running task with the LLM's text and apply it.
@@ -71,9 +78,7 @@ class SummarizationControl:
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.
         """
-        outcome = self._summarizer.complete(task_id, text)
-        self._apply([outcome])
-        return outcome
+        return self._complete(task_id, text)
 
     def fail(self, task_id: str, reason: str) -> SummaryOutcome:
         """Give up a running task: its sources are kept; ``memory:summarization:failed``.
@@ -81,6 +86,4 @@ class SummarizationControl:
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.
         """
-        outcome = self._summarizer.fail(task_id, reason)
-        self._apply([outcome])
-        return outcome
+        return self._fail(task_id, reason)

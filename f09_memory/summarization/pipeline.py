@@ -444,6 +444,18 @@ class Summarizer:
             outcomes.append(self._judge(pending, reply))
         return outcomes
 
+    def complete_after_error(self, task_id: str, error: str) -> SummaryOutcome:
+        """Finish a running task whose LLM call failed: the heuristic summary replaces it.
+
+        The two-phase twin of ``run_sync``'s exception path (``error`` becomes the reason).
+
+        Raises:
+            SummaryFailedError: ``task_id`` is not a running task.
+        """
+        pending = self._take_check(task_id)
+        self._release(pending)
+        return self._heuristic(pending.task, pending.sources, f"llm error: {error}")
+
     # ------------------------------------------------------------------ internals
     def _take_check(self, task_id: object) -> _Pending:
         tid = _check_task_id(task_id)
