@@ -158,6 +158,11 @@ class MemoryConfig(_ConfigModel):
     """Work units ``tick`` counts per vector it inserts into an index being built (HNSW
     inserts cost about 0.5 ms each)."""
 
+    category_layers: dict[
+        Literal["decision", "preference", "fact", "commitment", "blocker", "open_thread",
+                "session_snapshot"], MemoryLayer] = Field(default_factory=dict)
+    """Layer per agent-runtime category (``f09_memory.runtime``); a category not listed
+    uses ``runtime.CATEGORY_LAYERS``."""
     typed_memory_layers: dict[str, MemoryLayer] = Field(default_factory=dict)
     """Layer per typed-memory type (user, feedback, project, reference) for
     ``engine.ingest_typed``; a type not listed uses the extraction module's default."""

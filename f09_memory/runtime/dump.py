@@ -23,7 +23,7 @@ from f09_memory.errors import InputInvalidError
 from f09_memory.ingestion.pipeline import validate_agent_id
 from f09_memory.runtime.categories import MomentCategory
 from f09_memory.runtime.heartbeat import (
-    CATEGORY_LAYERS,
+    category_layers,
     collect_moments,
     context_tags,
     moment_key,
@@ -211,14 +211,15 @@ def pre_compaction_dump(
 
     planned: list[tuple[str, dict[str, Any]]] = [
         (moment_key(entry.moment),
-         takeaway_item(entry, tags=tags, trigger=_TRIGGER, session_id=session))
+         takeaway_item(entry, tags=tags, trigger=_TRIGGER, session_id=session,
+                       layers=category_layers(engine.config)))
         for entry in kept
     ]
     snapshot = build_session_snapshot(moments)
     snapshot_key = runtime_key("pre-compaction-snapshot", session, snapshot)
     planned.append((snapshot_key, {
         "content": snapshot,
-        "layer": CATEGORY_LAYERS[MomentCategory.SESSION_SNAPSHOT],
+        "layer": category_layers(engine.config)[MomentCategory.SESSION_SNAPSHOT],
         "importance": DUMP_SNAPSHOT_IMPORTANCE,
         "tags": [*tags, "source:system"],
         "metadata": {"attributes": {

@@ -49,10 +49,12 @@ from f09_memory.runtime.turns import (
 from f09_memory.schema.enums import MemoryLayer
 
 if TYPE_CHECKING:
+    from f09_memory.config.config import MemoryConfig
     from f09_memory.engine import MemoryEngine
 
 __all__ = [
     "CATEGORY_LAYERS",
+    "category_layers",
     "DEFAULT_MIN_NEW_TURNS",
     "HEARTBEAT_SNAPSHOT_IMPORTANCE",
     "HEARTBEAT_SOURCE_TAG",
@@ -207,16 +209,23 @@ def stored_runtime_keys(engine: MemoryEngine, agent_id: str) -> dict[str, str]:
     return found
 
 
+def category_layers(config: MemoryConfig) -> Mapping[MomentCategory, MemoryLayer]:
+    """:data:`CATEGORY_LAYERS` with the overrides of ``MemoryConfig.category_layers``."""
+    return {**CATEGORY_LAYERS,
+            **{MomentCategory(k): v for k, v in config.category_layers.items()}}
+
+
 def takeaway_item(
     sourced: SourcedMoment,
     *,
     tags: Sequence[str],
     trigger: str,
     session_id: str | None,
+    layers: Mapping[MomentCategory, MemoryLayer] = CATEGORY_LAYERS,
 ) -> dict[str, Any]:
     """The ``ingest_many`` item that stores one key moment.
 
-    The moment is stored in the layer :data:`CATEGORY_LAYERS` gives its stored category
+    The moment is stored in the layer ``layers`` gives its stored category
     (``blocker`` -> ``open_thread``), with its ``importance_unit``, the given tags plus
     ``source:<role>`` (and ``status:open`` for an open thread), and the attributes
     ``category``, ``provenance`` (:data:`~f09_memory.runtime.turns.PROVENANCE_BY_ROLE`),
@@ -228,6 +237,7 @@ def takeaway_item(
         tags: Context and trigger tags.
         trigger: The PRD section 9 trigger name (``idle_heartbeat``, ``pre_compaction``).
         session_id: The session, or ``None``.
+        layers: Layer per category (:func:`category_layers` of the engine's config).
 
     Returns:
         The item mapping.
@@ -250,7 +260,7 @@ def takeaway_item(
         attributes["sessionId"] = session_id
     return {
         "content": moment.text,
-        "layer": CATEGORY_LAYERS[category],
+        "layer": layers[category],
         "importance": moment.importance_unit,
         "tags": all_tags,
         "metadata": {"attributes": attributes},
@@ -384,7 +394,8 @@ def heartbeat_store(
     tags = [*context_tags(session_id, topic_slug, project_slug), HEARTBEAT_SOURCE_TAG]
     planned: list[tuple[str, dict[str, Any]]] = []
     for entry in sourced:
-        item = takeaway_item(entry, tags=tags, trigger=_TRIGGER, session_id=session_id)
+        item = takeaway_item(entry, tags=tags, trigger=_TRIGGER, session_id=session_id,
+                             layers=category_layers(engine.config))
         planned.append((moment_key(entry.moment), item))
     if not planned:
         text = _snapshot_text(new_turns, start, session_id)
@@ -400,7 +411,7 @@ def heartbeat_store(
             attributes["sessionId"] = session_id
         planned.append((key, {
             "content": text,
-            "layer": CATEGORY_LAYERS[MomentCategory.SESSION_SNAPSHOT],
+            "layer": category_layers(engine.config)[MomentCategory.SESSION_SNAPSHOT],
             "importance": HEARTBEAT_SNAPSHOT_IMPORTANCE,
             "tags": [*tags, "source:system"],
             "metadata": {"attributes": attributes},

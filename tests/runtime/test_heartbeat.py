@@ -267,3 +267,14 @@ def test_bad_arguments_raise_input_invalid_and_store_nothing(
 
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
     assert before == engine.state_hash()
+
+
+def test_category_layers_come_from_the_config() -> None:
+    from f09_memory import MemoryConfig, MemoryEngine
+    from f09_memory.runtime import heartbeat_store
+
+    engine = MemoryEngine(MemoryConfig(category_layers={"decision": "system"}), embedder=None)
+    result = heartbeat_store(engine, "a", [
+        {"role": "assistant", "content": "Decision: we ship on Friday."},
+        {"role": "user", "content": "ok"}], min_new_turns=1, now=0)
+    assert ["system"] == [engine.get(i).layer.value for i in result.ids]
