@@ -7,16 +7,12 @@ diagnostics, which no hash includes.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -64,6 +60,7 @@ from f09_memory.ingestion.typed_extraction import (
 )
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.persistence.durable import CommitMode, DurableLog
+from f09_memory.persistence.journal import from_journal, journaled, to_journal
 from f09_memory.persistence.snapshot import dumps as snapshot_dumps
 from f09_memory.persistence.snapshot import loads as snapshot_loads
 from f09_memory.persistence.snapshot import read_snapshot, write_snapshot
@@ -73,7 +70,7 @@ from f09_memory.redaction.redactor import Redactor
 from f09_memory.retention import CompactionCursor, Compactor, compact_store
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
-from f09_memory.schema.base import BoundaryModel, trusted
+from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
@@ -94,76 +91,6 @@ class _Default:
 
 
 _DEFAULT = _Default()
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON form of a call argument for the durable journal."""
-    if isinstance(value, BoundaryModel):
-        return value.to_json_dict()
-    if isinstance(value, Claim):
-        return {"__claim__": dataclasses.asdict(value)}
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = sorted(value) if isinstance(value, set | frozenset) else value
-        return [_jsonable(v) for v in items]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _from_journal(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "__claim__" in value:
-            return Claim(**value["__claim__"])
-        return {k: _from_journal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_journal(v) for v in value]
-    return value
-
-
-def _journaled(fn: _F) -> _F:
-    """Journal a successful state-changing call in durable mode (outermost call only).
-
-    A call rejected with a MemoryEngineError changed nothing and is not journaled; any
-    other exception (a raising event handler in ``propagate`` mode) comes after the state
-    change, so the call is journaled before it propagates.
-    """
-    sig = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def wrapper(self: MemoryEngine, *args: Any, **kwargs: Any) -> Any:
-        if self._journal is None or self._op_depth:
-            if self._journal is None:
-                return fn(self, *args, **kwargs)
-            self._op_depth += 1
-            try:
-                return fn(self, *args, **kwargs)
-            finally:
-                self._op_depth -= 1
-        bound = sig.bind(self, *args, **kwargs)
-        arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
-        for key, value in arguments.items():  # a generator would be consumed by the call
-            if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
-                arguments[key] = list(value)
-        self._op_depth = 1
-        journal = True
-        try:
-            return fn(self, **arguments)
-        except MemoryEngineError:
-            journal = False
-            raise
-        finally:
-            self._op_depth = 0
-            if journal:
-                self._record(fn.__name__, arguments)
-
-    return wrapper  # type: ignore[return-value]
-
-
 @dataclass(frozen=True, slots=True)
 class TickReport:
     """What one ``tick`` did and what it left for the next.
@@ -405,7 +332,7 @@ class MemoryEngine:
             if bus.wants(ev.name):
                 bus.emit(ev)
 
-    @_journaled
+    @journaled
     def ingest(
         self,
         agent_id: str,
@@ -447,7 +374,7 @@ class MemoryEngine:
         self._publish(events)
         return record
 
-    @_journaled
+    @journaled
     def ingest_many(
         self,
         agent_id: str,
@@ -529,7 +456,7 @@ class MemoryEngine:
             })
         return self.ingest_many(agent_id, items, now=now), result
 
-    @_journaled
+    @journaled
     def ingest_claim(
         self,
         agent_id: str,
@@ -771,7 +698,7 @@ class MemoryEngine:
         self._apply_outcomes(self._summarizer.collect(), events)
         return task
 
-    @_journaled
+    @journaled
     def _request_summary(self, agent_id: str, now: int) -> SummarizationTask | None:
         am = self._store.get(validate_agent_id(agent_id))
         if am is None:
@@ -781,23 +708,23 @@ class MemoryEngine:
         self._publish(events)
         return task
 
-    @_journaled
+    @journaled
     def _summary_poll(self, now: int) -> list[SummarizationTask]:
         return self._summarizer.poll(now)
 
-    @_journaled
+    @journaled
     def _summary_complete(self, task_id: str, text: str | None) -> SummaryOutcome:
         outcome = self._summarizer.complete(task_id, text)
         self._apply_and_publish([outcome])
         return outcome
 
-    @_journaled
+    @journaled
     def _summary_complete_error(self, task_id: str, error: str) -> SummaryOutcome:
         outcome = self._summarizer.complete_after_error(task_id, error)
         self._apply_and_publish([outcome])
         return outcome
 
-    @_journaled
+    @journaled
     def _summary_fail(self, task_id: str, reason: str) -> SummaryOutcome:
         outcome = self._summarizer.fail(task_id, reason)
         self._apply_and_publish([outcome])
@@ -833,7 +760,7 @@ class MemoryEngine:
         return outcomes
 
     # ------------------------------------------------------------------ maintenance
-    @_journaled
+    @journaled
     def set_pressure(self, state: PressureState | str) -> None:
         """Set the rate-governor pressure; emits ``memory:pressure:changed`` on a change.
 
@@ -853,7 +780,7 @@ class MemoryEngine:
             self._pressure = new
             self._publish([PressureChanged(previous=old.value, current=new.value)])
 
-    @_journaled
+    @journaled
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
         """Advance the clock to ``now`` and run a slice of maintenance.
 
@@ -1055,7 +982,7 @@ class MemoryEngine:
         source, self.pressure_source = self.pressure_source, None
         try:
             for op in log.ops():
-                args = _from_journal(op["args"])
+                args = from_journal(op["args"])
                 if "pressure" in op:  # the state the rate governor reported at that tick
                     self._pressure = PressureState(op["pressure"])
                 getattr(self, op["op"])(**args)
@@ -1064,7 +991,7 @@ class MemoryEngine:
 
     def _record(self, name: str, arguments: dict[str, Any]) -> None:
         assert self._journal is not None
-        op: dict[str, Any] = {"op": name, "args": _jsonable(arguments)}
+        op: dict[str, Any] = {"op": name, "args": to_journal(arguments)}
         if name == "tick" and self.pressure_source is not None:
             op["pressure"] = self._pressure.value
         self._journal.append(op)
