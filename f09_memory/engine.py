@@ -266,6 +266,8 @@ class MemoryEngine:
 
     def _check_capacity(self, am: AgentMemory | None, items: Sequence[PendingRecord]) -> None:
         live = am.live if am is not None else 0
+        if live + len(items) <= self.config.max_records_per_agent:
+            return  # the common case: far from the ceiling
         ring_live = am.ring.live if am is not None else 0
         episodic_new = sum(1 for it in items if it.layer is _EPISODIC)
         evictions = max(0, ring_live + episodic_new - self.config.episodic_max)

@@ -242,6 +242,9 @@ class AgentMemory:
 
     def _set_claim(self, slot: int, key: int, record: MemoryRecord) -> None:
         attrs = record.metadata.attributes
+        if not attrs:  # most records carry no claim
+            self.status[slot] = 0
+            return
         status = _STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
         self.status[slot] = status
         claim = attrs.get("claimKey")
