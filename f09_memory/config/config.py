@@ -148,7 +148,8 @@ class MemoryConfig(_ConfigModel):
     semantic_preselect_threshold: Annotated[StrictInt, Field(ge=1)] = 5_000
     """Agents with more candidates than this are preselected (top-K by similarity, importance,
     recency) before exact hybrid scoring; below it every candidate is scored."""
-    semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 256
+    semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 128
+    """K of each preselection channel (index similarity, importance, recency)."""
     embed_cost_units: PosInt = 5_000
     """Work units ``tick`` counts per text it (re-)embeds (about 25 µs of hashing)."""
     removal_cost_units: PosInt = 2_000
