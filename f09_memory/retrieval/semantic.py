@@ -38,6 +38,7 @@ from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.store import MemoryStore
+from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
 from f09_memory.vector_index.select import make_index
 
@@ -254,8 +255,7 @@ class SemanticMemory:
                 raise InputInvalidError(
                     f"query_vectors must be finite with shape (n, {dim}) or ({dim},)",
                     details={"shape": list(arr.shape)})
-            norms = np.linalg.norm(arr, axis=1, keepdims=True)
-            parts.append((arr / np.where(norms > 0, norms, 1.0)).astype(np.float32))
+            parts.append(unit_rows(arr))
         if not parts:
             return None
         centroid = np.concatenate(parts).mean(axis=0)

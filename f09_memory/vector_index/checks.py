@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.embedding.batching import l2_normalize_rows
 from f09_memory.errors import InputInvalidError
 
 __all__ = ["as_keys", "as_query", "as_vectors", "check_k", "unit_rows"]
@@ -67,13 +68,7 @@ def unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
         A new float32 array of the same shape.
 
     """
-    out = np.array(matrix, dtype=np.float32, copy=True)
-    if out.size:
-        norms = np.sqrt(np.einsum("ij,ij->i", out, out, dtype=np.float64))
-        scale = np.zeros_like(norms)
-        np.divide(1.0, norms, out=scale, where=norms > 0.0)
-        out *= scale.astype(np.float32)[:, None]
-    return out
+    return l2_normalize_rows(np.array(matrix, dtype=np.float32, copy=True))
 
 
 def as_vectors(vectors: object, rows: int, dim: int) -> NDArray[np.float32]:
