@@ -31,12 +31,13 @@ def test_secrets_never_reach_records_events_logs_or_state(caplog: pytest.LogCapt
         engine.tick(5)
     stored = json.dumps([r.to_json_dict() for r in engine.records("npc")])
     events = json.dumps([e.to_dict() for e in log.events])
-    state = json.dumps(engine.canonical_state())
+    snapshot = engine._snapshot_bytes()
     returned = json.dumps(bundle.to_json_dict())
     for secret in SECRETS:
         for where, text in [("stored", stored), ("events", events), ("logs", caplog.text),
-                            ("state", state), ("bundle", returned)]:
+                            ("bundle", returned)]:
             assert secret not in text, f"{secret} leaked into {where}"
+        assert secret.encode() not in snapshot, f"{secret} leaked into the snapshot"
     assert rec.redacted
     assert "<REDACT:sha256-" in rec.content and "<REDACT:sha256-" in rec.metadata.tags[0]
     assert 3 == rec.metadata.attributes["count"]

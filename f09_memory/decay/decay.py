@@ -1,4 +1,4 @@
-"""Recency and importance decay: ``exp(-dt / halfLife)`` over numpy columns.
+"""Recency and importance decay: ``exp(-dt / halfLife)`` over numpy columns (lazy).
 
 The spec (sections 7, 12) writes the decay as ``exp(-dt / halfLife)``; we keep its formula,
 so ``decay_half_life_ms`` is the e-folding time (a record is at 1/e, not 1/2, after one
@@ -32,18 +32,11 @@ def importance_decayed(
     return importance * recency_scores(now, anchors, half_life_ms)
 
 
-def decay_pass(am: AgentMemory, now: int, half_life_ms: int, start: int = 0,
-               stop: int | None = None) -> int:
-    """Refresh the ``decayed`` column of slots ``[start, stop)`` in place; return live count.
+def decay_pass(am: AgentMemory, now: int, half_life_ms: int) -> NDArray[np.float64]:
+    """The decayed importance of every slot of ``am`` at ``now`` (dead slots included).
 
-    Runtime complexity: O(stop - start), numpy only. ``importance`` itself is never changed,
-    so the pass is idempotent for the same ``now``.
+    Decay is lazy: nothing is stored, ``importance`` is never changed, and the result is a
+    pure function of the columns and ``now``. Runtime complexity: O(hi), numpy only.
     """
-    hi = am.hi if stop is None else min(stop, am.hi)
-    if start >= hi:
-        return 0
-    seg = slice(start, hi)
-    decayed = am.decayed[seg]
-    recency_scores(now, am.anchor[seg], half_life_ms, out=decayed)
-    decayed *= am.importance[seg]
-    return int(np.count_nonzero(am.alive[seg]))
+    hi = am.hi
+    return importance_decayed(am.importance[:hi], am.anchor[:hi], now, half_life_ms)

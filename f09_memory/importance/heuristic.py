@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 
 from f09_memory.config.config import ImportanceSettings
 
 __all__ = ["ImportanceModel", "Vocabulary", "boosted_importance"]
 
 _WORD = re.compile(r"[a-z0-9']+")
+_MASK64 = (1 << 64) - 1
+
+
+def _word_digest(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"),
+                                          digest_size=8).digest(), "little")
 
 
 class Vocabulary:
@@ -18,15 +26,21 @@ class Vocabulary:
     the previous one and a new generation starts, so between ``max_size // 2`` and
     ``max_size`` of the most recent distinct words are remembered. Set operations only.
 
+    Each generation also keeps an order-independent 64-bit sum of its words' digests, so
+    :meth:`digest` (part of the engine's state hash) costs O(1); words are interned, so
+    agents that share words share their strings.
+
     Runtime complexity: ``observe`` is O(distinct words of the text).
     """
 
-    __slots__ = ("_current", "_previous", "max_size")
+    __slots__ = ("_cur_sum", "_current", "_prev_sum", "_previous", "max_size")
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
         self._current: set[str] = set()
         self._previous: set[str] = set()
+        self._cur_sum = 0
+        self._prev_sum = 0
 
     def __len__(self) -> int:
         return len(self._current | self._previous)
@@ -36,12 +50,23 @@ class Vocabulary:
         if not words:
             return 0.0
         cur = self._current
-        new = len(words - cur - self._previous)
-        cur |= words
-        if len(cur) >= self.max_size // 2:
-            self._previous = cur
-            self._current = set()
+        fresh = words - cur
+        new = len(fresh - self._previous)
+        if fresh:
+            total = self._cur_sum
+            intern = sys.intern
+            for word in fresh:
+                cur.add(intern(word))
+                total += _word_digest(word)
+            self._cur_sum = total & _MASK64
+            if len(cur) >= self.max_size // 2:
+                self._previous, self._prev_sum = cur, self._cur_sum
+                self._current, self._cur_sum = set(), 0
         return new / len(words)
+
+    def digest(self) -> tuple[int, int, int, int]:
+        """``(previous sum, current sum, previous size, current size)``: equal for equal states."""
+        return (self._prev_sum, self._cur_sum, len(self._previous), len(self._current))
 
     def get_state(self) -> list[list[str]]:
         """``[previous, current]`` generations as sorted lists."""
@@ -49,7 +74,10 @@ class Vocabulary:
 
     def set_state(self, state: list[list[str]]) -> None:
         """Restore from :meth:`get_state`."""
-        self._previous, self._current = set(state[0]), set(state[1])
+        self._previous = {sys.intern(str(w)) for w in state[0]}
+        self._current = {sys.intern(str(w)) for w in state[1]}
+        self._prev_sum = sum(map(_word_digest, self._previous)) & _MASK64
+        self._cur_sum = sum(map(_word_digest, self._current)) & _MASK64
 
 
 class ImportanceModel:

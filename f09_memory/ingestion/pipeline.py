@@ -1,28 +1,28 @@
-"""Ingestion (index 3): raw input -> validated, redacted, scored MemoryRecord.
+"""Ingestion (index 3): raw input -> validated, redacted, scored column values.
 
 ``validate_item`` checks one input and raises a taxonomy error naming the bad field before
-anything is stored; ``Ingestor.build`` turns a validated item into the record to store:
-redaction (content, tags, source event, string attributes), token estimate, heuristic
-importance when none was given, deterministic id, content hash.
+anything is stored; ``Ingestor.build`` turns a validated item into the column values the
+store keeps (``NewRecords``): redaction (content, tags, source event, string attributes),
+token estimate, heuristic importance when none was given. No record object is built.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import InputInvalidError
 from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
 from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
-from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import MemoryLayer
-from f09_memory.schema.records import MemoryRecord, RecordMetadata
-from f09_memory.store.agent import NO_DEADLINE
+from f09_memory.schema.records import RecordMetadata
+from f09_memory.store.agent import NO_DEADLINE, STATUS_CODE, NewRecords, RecordExtra
+from f09_memory.store.tags import TagTable
 
 __all__ = [
     "ITEM_FIELDS",
@@ -125,8 +125,9 @@ def validate_item(
             raise _bad("metadata", f"is {type(metadata).__name__}",
                        "pass a mapping with the MemoryRecord.metadata fields")
         meta = RecordMetadata.parse(metadata)
-    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
-        raise _bad("ttl", f"{ttl!r:.40} is not a positive integer",
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or not (
+            0 < ttl < MAX_LOGICAL_TIME)):
+        raise _bad("ttl", "is not a positive integer below 2**62",
                    "pass the lifetime in logical time units (> 0), or None to keep it")
     if not isinstance(flagged, bool):
         raise _bad("flagged", f"is {type(flagged).__name__}", "pass True or False")
@@ -155,7 +156,7 @@ def validate_mapping(item: object) -> PendingRecord:
 
 
 class Ingestor:
-    """Turns validated items into records; owns the redactor and the importance model."""
+    """Turns validated items into column values; owns the redactor and the importance model."""
 
     def __init__(self, config: MemoryConfig, counter: TokenCounter) -> None:
         self.config = config
@@ -168,27 +169,31 @@ class Ingestor:
     def build(
         self,
         item: PendingRecord,
-        agent_id: str,
-        record_id: str,
+        key: int,
         now: int,
         vocabulary: Vocabulary,
+        tags: TagTable,
+        out: NewRecords,
         anchor: int | None = None,
-    ) -> tuple[MemoryRecord, int, tuple[str, ...]]:
-        """Return ``(record, ttl_deadline, redaction_labels)`` for a validated item.
+    ) -> tuple[str, ...]:
+        """Append the column values of a validated item to ``out``; return redaction labels.
 
-        ``anchor`` is the recency anchor (default ``now``; a summary takes its sources').
+        Redaction covers the content, tags, source event and string attributes; importance
+        is the heuristic's when the item has none; ``anchor`` is the recency anchor
+        (default ``now``; a summary takes its sources').
         """
         redact = self.redactor.redact
         content, labels = redact(item.content)
         meta = item.metadata
-        tags = item.tags if meta is None else tuple(dict.fromkeys((*meta.tags, *item.tags)))
-        if tags:
+        tag_tuple = item.tags if meta is None else tuple(
+            dict.fromkeys((*meta.tags, *item.tags)))
+        if tag_tuple:
             red_tags = []
-            for t in tags:
+            for t in tag_tuple:
                 rt, h = redact(t)
                 red_tags.append(rt)
                 labels += h
-            tags = tuple(red_tags)
+            tag_tuple = tuple(dict.fromkeys(red_tags))
         source_event = item.source_event
         if source_event is None and meta is not None:
             source_event = meta.source_event
@@ -196,46 +201,36 @@ class Ingestor:
             source_event, h = redact(source_event)
             labels += h
         flagged = item.flagged or (meta is not None and meta.flagged)
-        if meta is None and not tags and not flagged and source_event is None:
-            metadata = _EMPTY_META
-        else:
-            values = dict(_EMPTY_META.__dict__) if meta is None else dict(meta.__dict__)
-            values["tags"] = tags
-            values["flagged"] = flagged
-            values["source_event"] = source_event
-            if meta is not None and meta.attributes:
-                attrs: dict[str, Any] = {}
-                for k, v in meta.attributes.items():
-                    if isinstance(v, str):
-                        v, h = redact(v)
-                        labels += h
-                    attrs[k] = v
-                values["attributes"] = attrs
-            else:
-                values["attributes"] = {}
-            metadata = trusted(RecordMetadata, values)
+        status = 0
+        if meta is not None:
+            attrs: dict[str, Any] = {}
+            for k, v in meta.attributes.items():
+                if isinstance(v, str):
+                    v, h = redact(v)
+                    labels += h
+                attrs[k] = v
+            extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social, meta.procedural,
+                                attrs)
+            if not extra.is_empty():
+                out.extras[len(out.keys)] = extra
+                status = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
+        if source_event is not None:
+            out.source_event[len(out.keys)] = source_event
         if item.importance is None:
             importance = self.importance.score(content, vocabulary, flagged=flagged)
         else:
             importance = item.importance
             self.importance.observe(content, vocabulary)
-        record = trusted(MemoryRecord, {
-            "id": record_id,
-            "layer": item.layer,
-            "agent_id": agent_id,
-            "created_at": now,
-            "importance": importance,
-            "recency_anchor": now if anchor is None else anchor,
-            "ttl": item.ttl,
-            "embedding_ref": None,
-            "tokens_estimate": self.counter.count(content),
-            "content": content,
-            "metadata": metadata,
-            "redacted": bool(labels),
-            "hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
-        })
-        deadline = NO_DEADLINE if item.ttl is None else now + item.ttl
-        return record, deadline, tuple(dict.fromkeys(labels)) if labels else ()
-
-
-_EMPTY_META = RecordMetadata()
+        out.keys.append(key)
+        out.layer.append(item.layer.code)
+        out.importance.append(importance)
+        out.flagged.append(flagged)
+        out.created.append(now)
+        out.anchor.append(now if anchor is None else anchor)
+        out.tokens.append(self.counter.count(content))
+        out.deadline.append(NO_DEADLINE if item.ttl is None else now + item.ttl)
+        out.status.append(status)
+        out.redacted.append(bool(labels))
+        out.tagset.append(tags.intern(tag_tuple) if tag_tuple else 0)
+        out.content.append(content)
+        return tuple(dict.fromkeys(labels)) if labels else ()

@@ -74,6 +74,7 @@ __all__ = [
     "parse_typed_memories",
     "slugify_typed_name",
     "typed_memory_filename",
+    "typed_memory_items",
     "typed_memory_tags",
 ]
 
@@ -582,3 +583,26 @@ def _field_text(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float | _dt.date):
         return None
     return " ".join(str(value).split())
+
+
+def typed_memory_items(
+    result: TypedExtractionResult, layers: Mapping[str, MemoryLayer | str]
+) -> list[dict[str, Any]]:
+    """``ingest_many`` items for the memories of ``result``, in block order.
+
+    Each memory becomes ``"<name>: <description>"``, a new line and its body, in the layer
+    ``layers`` maps its type to (else :data:`DEFAULT_TYPE_LAYERS`), tagged by
+    :func:`typed_memory_tags`, with ``typedName``, ``typedType`` and ``filename``
+    attributes.
+    """
+    items = []
+    for memory in result.memories:
+        items.append({
+            "content": f"{memory.name}: {memory.description}\n{memory.body}".strip(),
+            "layer": layers.get(memory.type.value, DEFAULT_TYPE_LAYERS[memory.type]),
+            "tags": list(typed_memory_tags(memory)),
+            "metadata": {"attributes": {"typedName": memory.name,
+                                        "typedType": memory.type.value,
+                                        "filename": memory.filename}},
+        })
+    return items

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from f09_memory.errors import SnapshotInvalidError
+from f09_memory.persistence.journal import from_journal, to_journal
 
-__all__ = ["CommitMode", "DurableLog"]
+__all__ = ["CommitMode", "DurableLog", "DurableSession", "replay"]
 
 CommitMode = Literal["call", "tick"]
 
@@ -110,3 +111,73 @@ class DurableLog:
         """Commit and close the database."""
         self.commit()
         self._db.close()
+
+
+class DurableSession:
+    """An engine's durable mode: journals completed calls and checkpoints.
+
+    Args:
+        log: The database.
+        checkpoint_every: Journaled calls between two snapshots.
+        snapshot: Returns the engine's snapshot bytes (for checkpoints).
+        pressure: Returns the pressure to journal with a ``tick`` when a rate governor
+            supplied it (``None`` when the engine has no pressure source).
+    """
+
+    def __init__(self, log: DurableLog, checkpoint_every: int,
+                 snapshot: Callable[[], bytes], pressure: Callable[[], str | None]) -> None:
+        self.log = log
+        self.checkpoint_every = checkpoint_every
+        self._snapshot = snapshot
+        self._pressure = pressure
+        self.depth = 0
+
+    def record(self, name: str, arguments: dict[str, Any]) -> None:
+        """Journal one completed call (and commit, or checkpoint, as configured)."""
+        op: dict[str, Any] = {"op": name, "args": to_journal(arguments)}
+        if name == "tick":
+            pressure = self._pressure()
+            if pressure is not None:
+                op["pressure"] = pressure
+        self.log.append(op)
+        if name == "tick":
+            self.log.commit()
+        if self.log.pending >= self.checkpoint_every:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Rewrite the snapshot and empty the journal (one transaction)."""
+        self.log.checkpoint(self._snapshot())
+
+    def close(self) -> None:
+        """Checkpoint and close the database."""
+        self.checkpoint()
+        self.log.close()
+
+
+def replay(log: DurableLog, root: object, set_pressure: Callable[[str], None]) -> None:
+    """Apply the journaled calls of ``log`` to ``root`` (the engine), in order.
+
+    Op names are attribute paths from ``root`` (``ingest``, ``summarization.poll``); only
+    methods marked journaled are run.
+
+    Raises:
+        SnapshotInvalidError: An op names no journaled method or is malformed.
+    """
+    for seq, op in enumerate(log.ops()):
+        name = op.get("op") if isinstance(op, dict) else None
+        target: object = root
+        method: object = None
+        if isinstance(name, str):
+            *path, last = name.split(".")
+            for part in path:
+                target = getattr(target, part, None)
+            method = getattr(target, last, None)
+        args = op.get("args") if isinstance(op, dict) else None
+        if not getattr(method, "__journaled__", False) or not isinstance(args, dict):
+            raise SnapshotInvalidError(f"journal row {seq} names no journaled operation",
+                                       details={"row": seq})
+        if "pressure" in op:  # the state the rate governor reported at that tick
+            set_pressure(str(op["pressure"]))
+        assert callable(method)
+        method(**from_journal(args))

@@ -1,9 +1,8 @@
 """The durable journal's call encoding and the ``journaled`` decorator.
 
-``journaled`` wraps an engine's state-changing methods: in durable mode the outermost
-successful call is recorded (its arguments as plain JSON) through the engine's
-``_record(name, arguments)``; nested calls (``ingest_claim`` calling ``ingest``) are not, so
-a replay performs each call exactly once.
+``journaled`` wraps the state-changing methods of the facade and its services: in durable
+mode the outermost successful call is recorded (its arguments as plain JSON) through the
+durable session; nested calls are not, so a replay performs each call exactly once.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -21,18 +20,29 @@ from f09_memory.errors import MemoryEngineError
 from f09_memory.ingestion.claims import Claim
 from f09_memory.schema.base import BoundaryModel
 
-__all__ = ["Journaled", "from_journal", "journaled", "to_journal"]
+__all__ = ["DurableHook", "Journaled", "from_journal", "journaled", "to_journal"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class Journaled(Protocol):
-    """What ``journaled`` needs of the object whose methods it wraps."""
+class DurableHook(Protocol):
+    """What ``journaled`` needs of the durable session: a nesting depth and a recorder."""
 
-    _journal: object | None
-    _op_depth: int
+    depth: int
 
-    def _record(self, name: str, arguments: dict[str, Any]) -> None: ...
+    def record(self, name: str, arguments: dict[str, Any]) -> None:
+        """Journal the completed call ``name`` with its plain-JSON ``arguments``."""
+
+
+class Journaled:
+    """Base of objects whose state-changing methods are ``journaled``.
+
+    ``_durable`` is the durable session (``None`` outside durable mode); ``journal_prefix``
+    names the object in op names (``"summarization."`` for the summarization service).
+    """
+
+    _durable: DurableHook | None = None
+    journal_prefix: ClassVar[str] = ""
 
 
 def to_journal(value: Any) -> Any:
@@ -76,20 +86,21 @@ def journaled(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(self: Journaled, *args: Any, **kwargs: Any) -> Any:
-        if self._journal is None:
+        session = self._durable
+        if session is None:
             return fn(self, *args, **kwargs)
-        if self._op_depth:
-            self._op_depth += 1
+        if session.depth:
+            session.depth += 1
             try:
                 return fn(self, *args, **kwargs)
             finally:
-                self._op_depth -= 1
+                session.depth -= 1
         bound = sig.bind(self, *args, **kwargs)
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
         for key, value in arguments.items():  # a generator would be consumed by the call
             if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
                 arguments[key] = list(value)
-        self._op_depth = 1
+        session.depth = 1
         journal = True
         try:
             return fn(self, **arguments)
@@ -97,8 +108,9 @@ def journaled(fn: _F) -> _F:
             journal = False
             raise
         finally:
-            self._op_depth = 0
+            session.depth = 0
             if journal:
-                self._record(fn.__name__, arguments)
+                session.record(self.journal_prefix + fn.__name__, arguments)
 
+    wrapper.__journaled__ = True  # type: ignore[attr-defined]  # replay runs only these
     return wrapper  # type: ignore[return-value]

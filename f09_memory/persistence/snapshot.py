@@ -6,9 +6,13 @@ Layout (bytes)::
     version <int>\\n
     sha256 <64 hex digits of the payload>\\n
     length <payload bytes>\\n
-    <payload: zlib-compressed UTF-8 JSON>
+    <payload: an uncompressed .npz (zip of .npy arrays)>
 
-Numpy arrays inside the JSON are ``{"__ndarray__": <base64>, "dtype": ..., "shape": [...]}``.
+The payload holds the state's columns as ``.npy`` arrays (one array per column for all
+agents together, so the count of arrays does not grow with agents) plus ``manifest``, the
+UTF-8 JSON of everything small (config, clock, cursors, per-agent scalars, sparse metadata).
+Arrays nested in the manifest are ``{"__ndarray__": <base64>, "dtype": ..., "shape": [...]}``.
+Nothing is pickled; the zip is stored uncompressed, so reading cannot expand past the file.
 Writing goes to a temporary file in the same folder, is fsynced, then renamed over the
 target (and the folder fsynced), so a crash leaves either the old file or the new one.
 Reading checks magic, version, length and checksum before parsing anything: a truncated,
@@ -19,12 +23,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import os
 import tempfile
-import zlib
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,6 +38,7 @@ from f09_memory.errors import SnapshotInvalidError
 __all__ = [
     "MAGIC",
     "SNAPSHOT_VERSION",
+    "Snapshot",
     "decode",
     "dumps",
     "encode",
@@ -42,7 +48,7 @@ __all__ = [
 ]
 
 MAGIC = b"F09MEMORY-SNAPSHOT\n"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 
 
 def encode(value: Any) -> Any:
@@ -73,23 +79,29 @@ def decode(value: Any) -> Any:
     return value
 
 
-def dumps(state: dict[str, Any]) -> bytes:
-    """The snapshot bytes of ``state`` (header and compressed, checksummed payload)."""
-    payload = zlib.compress(json.dumps(encode(state), sort_keys=True,
-                                       separators=(",", ":")).encode("utf-8"), 6)
+def dumps(manifest: dict[str, Any], arrays: dict[str, np.ndarray[Any, Any]]) -> bytes:
+    """The snapshot bytes of ``manifest`` (JSON-like) and ``arrays`` (name -> array)."""
+    body = {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
+    body["manifest"] = np.frombuffer(
+        json.dumps(encode(manifest), sort_keys=True, separators=(",", ":"),
+                   ensure_ascii=False).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **body)  # type: ignore[arg-type]
+    payload = buffer.getvalue()
     return (MAGIC + f"version {SNAPSHOT_VERSION}\n".encode()
             + f"sha256 {hashlib.sha256(payload).hexdigest()}\n".encode()
             + f"length {len(payload)}\n".encode() + payload)
 
 
-def write_snapshot(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
-    """Write ``state`` to ``path`` atomically (temp file, fsync, rename, fsync folder).
+def write_snapshot(path: str | os.PathLike[str], blob: bytes) -> Path:
+    """Write snapshot bytes (from :func:`dumps`) to ``path`` atomically.
+
+    Temp file in the same folder, fsync, rename, fsync of the folder.
 
     Returns:
         The path written.
     """
     target = Path(path)
-    blob = dumps(state)
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
@@ -114,7 +126,7 @@ def _bad(path: Path, problem: str) -> SnapshotInvalidError:
                                 details={"path": str(path), "problem": problem})
 
 
-def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     """Read and verify a snapshot written by :func:`write_snapshot`.
 
     Raises:
@@ -128,7 +140,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
     return loads(data, source)
 
 
-def loads(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> dict[str, Any]:
+def loads(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> Snapshot:
     """Verify and decode snapshot bytes (``source`` names them in errors).
 
     Raises:
@@ -155,10 +167,18 @@ def loads(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> dict[str, 
     if hashlib.sha256(payload).hexdigest() != digest:
         raise _bad(source, "is corrupted: checksum mismatch")
     try:
-        state = json.loads(zlib.decompress(payload).decode("utf-8"))
-    except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        manifest = json.loads(arrays.pop("manifest").tobytes().decode("utf-8"))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         raise _bad(source, f"has an unreadable payload ({type(exc).__name__})") from exc
-    if not isinstance(state, dict):
+    if not isinstance(manifest, dict):
         raise _bad(source, "has no state object")
-    out: dict[str, Any] = decode(state)
-    return out
+    return Snapshot(decode(manifest), arrays)
+
+
+class Snapshot(NamedTuple):
+    """A decoded snapshot: the manifest (JSON-like, arrays decoded) and the named arrays."""
+
+    manifest: dict[str, Any]
+    arrays: dict[str, np.ndarray[Any, Any]]

@@ -1,117 +1,184 @@
-"""An engine's complete state as plain values, and its exact restoration.
+"""An engine's complete state as columns plus a small manifest, and its exact restoration.
 
-:func:`engine_state` captures everything that determines future behaviour: config, seed,
-clock, pressure, maintenance and compaction cursors, summarizer tasks, and per agent its id
-counter, novelty vocabulary, live records with their columns (flag, TTL deadline, decayed
-importance, embedding flag), vectors, episodic ring order and vector index. :func:`restore`
-rebuilds it into a fresh engine, so ``state_hash()`` and the next retrievals are identical.
+:func:`get_state` captures everything that determines future behaviour: config, seed,
+clock, pressure, cursors, summarizer tasks, the tag table, and per agent its id counter,
+novelty vocabulary, episodic ring order, vector index and live records. Records are
+written as columns concatenated over all agents (agents in id order, records in key order),
+text as one UTF-8 blob with offsets, vectors as one float32 matrix of the embedded rows.
+:func:`set_state` rebuilds the columns directly (no per-record work beyond the text split),
+so ``state_hash()`` and the next retrievals are identical.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from f09_memory.core.state import EngineState
 from f09_memory.errors import MemoryEngineError, SnapshotInvalidError
-from f09_memory.schema.enums import MemoryLayer, PressureState
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.protocols import VectorIndex
+from f09_memory.retrieval.semantic import SemanticMemory
+from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState
+from f09_memory.store.agent import NO_DEADLINE, AgentMemory, RecordExtra
+from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.vector_index.exact import ExactIndex
 from f09_memory.vector_index.hnsw import HnswIndex
 
-if TYPE_CHECKING:
-    from f09_memory.engine import MemoryEngine
-    from f09_memory.protocols import VectorIndex
-    from f09_memory.store.agent import AgentMemory
-
-__all__ = ["STATE_KIND", "engine_state", "restore"]
+__all__ = ["COLUMNS", "STATE_KIND", "get_state", "set_state"]
 
 STATE_KIND = "f09-memory-engine"
-_EPISODIC = MemoryLayer.EPISODIC.code
+COLUMNS = ("key", "layer", "importance", "flagged", "created", "anchor", "tokens",
+           "deadline", "status", "redacted", "tagset", "embedded")
+"""The per-record columns a snapshot stores (concatenated over agents)."""
+_SEP = "\x00"
+_N_LAYERS = len(LAYERS_BY_CODE)
+Arrays = dict[str, np.ndarray[Any, Any]]
 
 
-def _agent_state(engine: MemoryEngine, am: AgentMemory) -> dict[str, Any]:
-    keys = sorted(am.slot_of)
-    slots = np.array([am.slot_of[k] for k in keys], dtype=np.intp)
-    records = []
-    for s in slots.tolist():
-        rec = am.records[s]
-        assert rec is not None
-        records.append(rec.model_dump(mode="json", by_alias=True))
-    embedded = am.embedded[slots] if slots.shape[0] else np.zeros(0, dtype=np.bool_)
-    vectors = (am.vectors[slots[embedded]] if am.vectors is not None
-               else np.zeros((0, 0), dtype=np.float32))
-    index = am.index.get_state() if am.index is not None else None  # type: ignore[attr-defined]
-    return {
-        "agentId": am.agent_id,
-        "nextKey": am.next_key,
-        "vocabulary": engine._extras(am.agent_id).vocabulary.get_state(),
-        "keys": np.array(keys, dtype=np.int64),
-        "records": records,
-        "flagged": am.flagged[slots].copy(),
-        "deadline": am.deadline[slots].copy(),
-        "decayed": am.decayed[slots].copy(),
-        "embedded": embedded.copy(),
-        "vectors": vectors,
-        "ring": am.ring.get_state(),
-        "index": index,
-    }
+def _join(texts: list[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """One UTF-8 blob and the end offset of each text."""
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    ends = np.cumsum([len(b) for b in encoded], dtype=np.int64) if encoded else np.zeros(
+        0, dtype=np.int64)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends
 
 
-def engine_state(engine: MemoryEngine) -> dict[str, Any]:
-    """The engine's complete state (numpy arrays inside; see ``persistence.snapshot``)."""
-    return {
+def _split(blob: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
+    raw = blob.tobytes()
+    out: list[str] = []
+    start = 0
+    for end in ends.tolist():
+        out.append(raw[start:end].decode("utf-8", "surrogatepass"))
+        start = end
+    return out
+
+
+def get_state(state: EngineState, summarizer: Summarizer,
+              embedder_version: str | None) -> tuple[dict[str, Any], Arrays]:
+    """The engine's complete state: ``(manifest, arrays)`` for ``persistence.snapshot``."""
+    columns: dict[str, list[NDArray[Any]]] = {name: [] for name in COLUMNS}
+    texts: list[str] = []
+    words: list[str] = []
+    vectors: list[NDArray[np.float32]] = []
+    ring_keys: list[int] = []
+    agents: list[dict[str, Any]] = []
+    for am in state.store:
+        keys = sorted(am.slot_of)
+        slots = np.array([am.slot_of[k] for k in keys], dtype=np.intp)
+        for name in COLUMNS:
+            columns[name].append(getattr(am, name)[slots])
+        texts.extend(am.content[s] or "" for s in slots.tolist())
+        embedded = am.embedded[slots]
+        if am.vectors is not None and embedded.any():
+            vectors.append(am.vectors[slots[embedded]])
+        ring = am.ring.get_state()
+        ring_keys.extend(ring)
+        vocab = state.vocabulary(am.agent_id).get_state()
+        words.extend(vocab[0])
+        words.extend(vocab[1])
+        agents.append({
+            "agentId": am.agent_id,
+            "nextKey": am.next_key,
+            "count": len(keys),
+            "ring": len(ring),
+            "vocabulary": [len(vocab[0]), len(vocab[1])],
+            "dim": None if am.vectors is None else int(am.vectors.shape[1]),
+            "index": am.index.get_state() if am.index is not None else None,  # type: ignore[attr-defined]
+            "sourceEvents": [[k, am.source_event[k]] for k in sorted(am.source_event)],
+            "extras": [[k, am.extras[k].canonical()] for k in sorted(am.extras)],
+        })
+    arrays: Arrays = {}
+    for name in COLUMNS:
+        parts = columns[name]
+        dtype = AgentMemory.column_dtype(name)
+        arrays[name] = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    arrays["text"], arrays["textEnds"] = _join(texts)
+    arrays["words"], arrays["wordEnds"] = _join(words)
+    arrays["ring"] = np.array(ring_keys, dtype=np.int64)
+    dims = {a["dim"] for a in agents if a["dim"] is not None}
+    dim = dims.pop() if len(dims) == 1 else 0
+    arrays["vectors"] = (np.concatenate(vectors) if vectors and dim
+                         else np.zeros((0, dim), dtype=np.float32))
+    manifest = {
         "kind": STATE_KIND,
-        "seed": engine.seed,
-        "config": engine.config.to_json_dict(),
-        "clock": engine.now,
-        "pressure": engine.pressure.value,
-        "maintCursor": engine._maint.cursor,
-        "compactionCursor": engine._maint.compaction.get_state(),
-        "summarizer": engine._summarizer.get_state(),
-        "embedderVersion": engine._semantic.version,
-        "agents": [_agent_state(engine, am) for am in engine._store],
+        "seed": state.seed,
+        "config": state.config.to_json_dict(),
+        "clock": state.clock,
+        "pressure": state.pressure.value,
+        "tickCursor": state.tick_cursor,
+        "compactionCursor": state.compaction.get_state(),
+        "summarizer": summarizer.get_state(),
+        "embedderVersion": embedder_version,
+        "tags": state.store.tags.get_state(),
+        "agents": agents,
     }
+    return manifest, arrays
 
 
-def _index_from(state: dict[str, Any], engine: MemoryEngine) -> VectorIndex:
-    cfg = engine.config
+def _index_from(data: dict[str, Any], quantum: int) -> VectorIndex:
     index: ExactIndex | HnswIndex
-    if state.get("kind") == "hnsw":
-        index = HnswIndex(int(state["dim"]), m=int(state["m"]),
-                          ef_construction=int(state["ef_construction"]), ef=int(state["ef"]),
-                          seed=int(state["seed"]), quantum=int(state["quantum"]))
+    if data.get("kind") == "hnsw":
+        index = HnswIndex(int(data["dim"]), m=int(data["m"]),
+                          ef_construction=int(data["ef_construction"]), ef=int(data["ef"]),
+                          seed=int(data["seed"]), quantum=int(data["quantum"]))
     else:
-        index = ExactIndex(int(state["dim"]), quantum=cfg.score_quantum)
-    index.set_state(state)
+        index = ExactIndex(int(data["dim"]), quantum=quantum)
+    index.set_state(data)
     return index
 
 
-def _restore_agent(engine: MemoryEngine, a: dict[str, Any], same_vectors: bool) -> None:
-    am = engine._store.get_or_create(str(a["agentId"]))
-    engine._extras(am.agent_id).vocabulary.set_state(a["vocabulary"])
-    keys = [int(k) for k in a["keys"]]
-    position = {k: i for i, k in enumerate(keys)}
-    records = [MemoryRecord.parse(r) for r in a["records"]]
-    ring_keys = [int(k) for k in a["ring"]]
-    ring_set = set(ring_keys)
-    others = [k for k in keys if k not in ring_set]
-    vectors = a["vectors"]
-    vec_row = np.cumsum(a["embedded"]) - 1
-    for key in ring_keys + others:  # episodic in ring order rebuilds the same ring
-        i = position[key]
-        slot = am.add(records[i], key, bool(a["flagged"][i]), int(a["deadline"][i]))
-        am.decayed[slot] = float(a["decayed"][i])
-        if same_vectors and bool(a["embedded"][i]):
-            engine._semantic.attach(am, slot, key, vectors[int(vec_row[i])])
+def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArray[Any]],
+                   texts: list[str], ring: list[int], words: list[str],
+                   vectors: NDArray[np.float32] | None) -> None:
+    am = state.store.get_or_create(str(a["agentId"]))
+    n = int(a["count"])
+    am.ensure_capacity(n)
+    for name in COLUMNS:
+        getattr(am, name)[:n] = cols[name]
+    am.alive[:n] = True
+    am.rev[:n] = np.arange(n, dtype=np.int64)
+    am.next_rev = n
+    am.hi = n
+    keys = cols["key"].tolist()
+    if keys != sorted(set(keys)) or (keys and keys[-1] >= int(a["nextKey"])):
+        raise ValueError(f"agent {am.agent_id!r} has duplicate or out-of-range keys")
     am.next_key = int(a["nextKey"])
-    if same_vectors and a["index"] is not None:
-        am.index = _index_from(a["index"], engine)
-        am.enable_rank_lists()
+    am.content[:n] = texts
+    am.slot_of.update(zip(keys, range(n), strict=True))
+    am.layer_counts[:] = np.bincount(cols["layer"].astype(np.intp), minlength=_N_LAYERS)
+    deadlines = cols["deadline"]
+    am.min_deadline = int(deadlines.min()) if n else NO_DEADLINE
+    if (cols["tagset"] >= len(state.store.tags)).any():
+        raise ValueError("a record names an unknown tag tuple")
+    for key, text in a["sourceEvents"]:
+        am.source_event[int(key)] = str(text)
+    for key, data in a["extras"]:
+        extra = RecordExtra.from_canonical(data)
+        am.extras[int(key)] = extra
+        slot = am.slot_of[int(key)]
+        claim = extra.attributes.get("claimKey")
+        if isinstance(claim, str) and int(am.status[slot]) == 0:
+            am.claims[claim] = int(key)
+    am.ring.set_state(ring)
+    previous, current = (int(x) for x in a["vocabulary"])
+    state.vocabulary(am.agent_id).set_state([words[:previous],
+                                             words[previous:previous + current]])
+    embedded = am.embedded[:n].copy()
+    am.embedded[:n] = False
+    if vectors is not None and a["dim"] is not None and embedded.any():
+        column = am.ensure_vectors(int(a["dim"]))
+        column[np.flatnonzero(embedded)] = vectors
+        am.embedded[:n] = embedded
+        if a["index"] is not None:
+            am.index = _index_from(a["index"], state.config.score_quantum)
+    am.dirty = True
 
 
-def restore(engine: MemoryEngine, state: dict[str, Any]) -> None:
-    """Load ``state`` (from :func:`engine_state`) into a fresh ``engine``.
+def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemory,
+              manifest: dict[str, Any], arrays: Arrays) -> None:
+    """Load a state from :func:`get_state` into a fresh engine's ``state``.
 
     Vectors and indexes are kept when the engine's embedder has the saved version; otherwise
     the records are stored un-embedded and re-embedded by later ticks.
@@ -119,19 +186,37 @@ def restore(engine: MemoryEngine, state: dict[str, Any]) -> None:
     Raises:
         SnapshotInvalidError: The state is not an engine state or is inconsistent.
     """
-    if state.get("kind") != STATE_KIND:
+    if manifest.get("kind") != STATE_KIND:
         raise SnapshotInvalidError("the snapshot does not hold an f09-memory engine state",
-                                   details={"kind": str(state.get("kind"))[:40]})
+                                   details={"kind": str(manifest.get("kind"))[:40]})
     try:
-        same_vectors = (state["embedderVersion"] is not None
-                        and state["embedderVersion"] == engine._semantic.version)
-        for a in state["agents"]:
-            _restore_agent(engine, a, same_vectors)
-        engine._clock = int(state["clock"])
-        engine._pressure = PressureState(state["pressure"])
-        engine._maint.cursor = int(state["maintCursor"])
-        engine._maint.compaction.set_state(state["compactionCursor"])
-        engine._summarizer.set_state(state["summarizer"])
+        same_vectors = (manifest["embedderVersion"] is not None
+                        and manifest["embedderVersion"] == semantic.version)
+        state.store.tags.set_state(manifest["tags"])
+        texts = _split(arrays["text"], arrays["textEnds"])
+        words = _split(arrays["words"], arrays["wordEnds"])
+        ring = arrays["ring"].tolist()
+        vectors = arrays["vectors"]
+        start = ring_at = word_at = vec_at = 0
+        for a in manifest["agents"]:
+            n = int(a["count"])
+            stop = start + n
+            cols = {name: arrays[name][start:stop] for name in COLUMNS}
+            n_vec = int(cols["embedded"].sum())
+            n_ring = int(a["ring"])
+            n_words = sum(int(x) for x in a["vocabulary"])
+            _restore_agent(state, a, cols, texts[start:stop], ring[ring_at:ring_at + n_ring],
+                           words[word_at:word_at + n_words],
+                           vectors[vec_at:vec_at + n_vec] if same_vectors else None)
+            start, ring_at, word_at, vec_at = stop, ring_at + n_ring, word_at + n_words, (
+                vec_at + n_vec)
+        if start != arrays["key"].shape[0]:
+            raise ValueError("the columns hold more records than the agents name")
+        state.clock = int(manifest["clock"])
+        state.pressure = PressureState(manifest["pressure"])
+        state.tick_cursor = int(manifest["tickCursor"])
+        state.compaction.set_state(manifest["compactionCursor"])
+        summarizer.set_state(manifest["summarizer"])
     except MemoryEngineError as exc:
         raise SnapshotInvalidError(f"the snapshot's state is inconsistent: {exc.message}",
                                    details={"cause": exc.code.value}) from exc

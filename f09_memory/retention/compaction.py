@@ -36,8 +36,7 @@ from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import importance_decayed
 from f09_memory.errors import InputInvalidError
 from f09_memory.retention.policy import CAPPED_LAYERS, check_policy, layer_caps
-from f09_memory.schema.records import MemoryRecord
-from f09_memory.store.agent import AgentMemory
+from f09_memory.store.agent import AgentMemory, Removed
 
 __all__ = ["REMOVAL_COST_UNITS", "CompactionCursor", "CompactionResult", "Compactor"]
 
@@ -128,7 +127,7 @@ class CompactionResult:
         done: Whether every capped layer of the agent is now at or under its cap.
     """
 
-    removed_records: list[MemoryRecord]
+    removed_records: list[Removed]
     scanned_units: int
     done: bool
 
@@ -254,7 +253,7 @@ class Compactor:
         n_layers = int(self._codes.shape[0])
         start = cursor.layer_pos % n_layers if n_layers else 0
         cost = self.removal_cost_units
-        removed: list[MemoryRecord] = []
+        removed: list[Removed] = []
         used = 0
         resume = 0
         for step in range(n_layers):

@@ -42,7 +42,7 @@ from f09_memory.schema.retrieval import (
 )
 from f09_memory.store.agent import CLAIM_STATUSES, AgentMemory
 
-__all__ = ["Retriever", "SemanticScorer", "SemanticTerm"]
+__all__ = ["RecordBuilder", "Retriever", "SemanticScorer", "SemanticTerm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +59,23 @@ SemanticScorer = Callable[
 """Returns the semantic term for an agent's candidate slots and the slots to score (the
 candidates themselves, or a preselected subset for large agents); wired by the engine."""
 
+RecordBuilder = Callable[[AgentMemory, int], MemoryRecord]
+"""Builds the record in a slot (``core.records.RecordReader.build``)."""
+
 _NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
+_COMPRESSED_MAX = 8192
 
 
 class Retriever:
     """Builds bundles for one engine; caches weight vectors and layer tables per request kind."""
 
-    def __init__(self, config: MemoryConfig, bus: EngineBus, counter: TokenCounter) -> None:
+    def __init__(self, config: MemoryConfig, bus: EngineBus, counter: TokenCounter,
+                 build: RecordBuilder) -> None:
         self.config = config
         self.bus = bus
         self.counter = counter
+        self._build = build
+        self._compressed: dict[tuple[str, int, int, tuple[float, str, bool]], MemoryRecord] = {}
         self._weights: dict[
             tuple[Purpose, Strategy, PressureState, bool],
             tuple[NDArray[np.float64], tuple[ScoreComponent, ...]],
@@ -166,11 +173,11 @@ class Retriever:
                     tokens = compressed_budgets(tokens, ratio)
                 chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, budget)
                 picked = slots[chosen]
-                stored = am.records
                 if profile.compress:
-                    records, total = self._compress(am, am.key[picked].tolist(), ratio, profile)
+                    records, total = self._compress(am, picked, ratio, profile)
                 else:
-                    records = [r for r in (stored[s] for s in picked.tolist()) if r is not None]
+                    build = self._build
+                    records = [build(am, s) for s in picked.tolist()]
         _, parts = self._weights_for(
             request.purpose, request.strategy, pressure, term.similarities is not None
         )
@@ -205,21 +212,23 @@ class Retriever:
         return bundle
 
     def _compress(
-        self, am: AgentMemory, keys: list[int], ratio: float, profile: PressureProfile
+        self, am: AgentMemory, slots: NDArray[np.intp], ratio: float, profile: PressureProfile
     ) -> tuple[list[MemoryRecord], int]:
-        """Compressed forms of the records ``keys`` (cached per record and settings)."""
+        """Compressed forms of the records in ``slots`` (cached per record version)."""
         out: list[MemoryRecord] = []
         total = 0
-        cache = am.compressed
+        cache = self._compressed
         settings = (ratio, profile.compression_strategy, profile.drop_metadata)
-        for key in keys:
-            hit = cache.get(key)
-            if hit is None or hit[0] != settings:
-                rec = am.record(key)
-                assert rec is not None
-                hit = cache[key] = (settings, compress_record(
-                    rec, strategy=profile.compression_strategy, ratio=ratio,
-                    counter=self.counter, drop_metadata=profile.drop_metadata))
-            out.append(hit[1])
-            total += hit[1].tokens_estimate or 0
+        for slot in slots.tolist():
+            ck = (am.agent_id, int(am.key[slot]), int(am.rev[slot]), settings)
+            hit = cache.get(ck)
+            if hit is None:
+                hit = compress_record(
+                    self._build(am, slot), strategy=profile.compression_strategy, ratio=ratio,
+                    counter=self.counter, drop_metadata=profile.drop_metadata)
+                if len(cache) >= _COMPRESSED_MAX:
+                    cache.clear()
+                cache[ck] = hit
+            out.append(hit)
+            total += hit.tokens_estimate or 0
         return out, total

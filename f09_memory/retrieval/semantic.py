@@ -33,10 +33,8 @@ from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.retrieval.orchestrator import SemanticTerm
-from f09_memory.schema.base import trusted
-from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest
-from f09_memory.store.agent import AgentMemory
+from f09_memory.store.agent import AgentMemory, record_id
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
@@ -106,7 +104,7 @@ class SemanticMemory:
     def invalidate(self, store: MemoryStore) -> None:
         """Mark every vector stale and drop every index (after a provider change)."""
         for am in store:
-            am.embedded[:] = False
+            am.clear_embedded()
             am.drop_index()
 
     # ------------------------------------------------------------------ embedding
@@ -119,20 +117,20 @@ class SemanticMemory:
         return embed_in_batches(provider, texts, self.config.embedding_batch_size)
 
     def embed_batch(
-        self, agent_id: str, records: Sequence[MemoryRecord], events: list[Any]
+        self, agent_id: str, keys: Sequence[int], texts: Sequence[str], events: list[Any]
     ) -> NDArray[np.float32] | None:
-        """Embed the contents of records about to be stored.
+        """Embed the contents of records about to be stored (one batched call).
 
         Returns ``None`` if no provider is available or it failed (then a
         ``memory:embedding:failed`` event is queued in ``events``).
         """
-        if not self.available or not records:
+        if not self.available or not texts:
             return None
         try:
-            return self._embed([r.content for r in records])
+            return self._embed(texts)
         except MemoryEngineError as exc:
             events.append(EmbeddingFailed(
-                agent_id=agent_id, record_ids=tuple(r.id for r in records),
+                agent_id=agent_id, record_ids=tuple(record_id(agent_id, k) for k in keys),
                 reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
             return None
 
@@ -140,7 +138,7 @@ class SemanticMemory:
         """Store a record's vector; index it when the agent's index is complete."""
         vectors = am.ensure_vectors(int(vector.shape[0]))
         vectors[slot] = vector
-        am.embedded[slot] = True
+        am.mark_embedded(slot, True)
         if am.index is not None:
             am.index.add(np.array([key], dtype=np.int64), vector[None, :])
 
@@ -162,25 +160,17 @@ class SemanticMemory:
             if todo.shape[0] == 0:
                 continue
             slots = todo.tolist()
-            records = [am.records[s] for s in slots]
+            keys = am.key[todo].tolist()
             used += cost * len(slots)
             try:
-                vecs = self._embed([r.content for r in records if r is not None])
+                vecs = self._embed([am.content[s] or "" for s in slots])
             except MemoryEngineError as exc:
                 events.append(EmbeddingFailed(
-                    agent_id=am.agent_id,
-                    record_ids=tuple(r.id for r in records if r is not None),
+                    agent_id=am.agent_id, record_ids=tuple(am.id_of(k) for k in keys),
                     reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
                 break
             for i, slot in enumerate(slots):
-                rec = records[i]
-                assert rec is not None
-                key = int(am.key[slot])
-                if rec.embedding_ref != self.version:
-                    values = dict(rec.__dict__)
-                    values["embedding_ref"] = self.version
-                    am.replace_record(key, trusted(MemoryRecord, values))
-                self.attach(am, slot, key, vecs[i])
+                self.attach(am, slot, keys[i], vecs[i])
             done += len(slots)
         return done, used, events
 
@@ -221,7 +211,6 @@ class SemanticMemory:
             remaining = np.count_nonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
             if remaining == 0:
                 am.index, am.index_build, am.index_cursor = am.index_build, None, 0
-                am.enable_rank_lists()
         return used
 
     # ------------------------------------------------------------------ retrieval
@@ -310,16 +299,10 @@ class SemanticMemory:
         picks = [near[near >= 0], slots[am.flagged[slots]]]
         candidate = np.zeros(am.hi, dtype=np.bool_)
         candidate[slots] = True
-        if am.by_importance is not None and am.by_recency is not None:
-            for order in (am.by_importance, am.by_recency):
-                top = am.top_keys(order, k, candidate)
-                picks.append(np.fromiter((am.slot_of[t] for t in top), dtype=np.intp,
-                                         count=len(top)))
-        else:
-            for column in (am.importance, am.anchor):
-                values = column[slots]
-                top_n = min(k, int(slots.shape[0]))
-                picks.append(slots[np.argpartition(-values, top_n - 1)[:top_n]])
+        top_n = min(k, int(slots.shape[0]))
+        for column in (am.importance, am.anchor):
+            values = column[slots]
+            picks.append(slots[np.argpartition(-values, top_n - 1)[:top_n]])
         union = np.unique(np.concatenate(picks))
         selected: NDArray[np.intp] = union[candidate[union]]
         return selected

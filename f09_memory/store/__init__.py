@@ -1,18 +1,31 @@
-"""Store: columnar per-agent storage.
+"""Store: columnar per-agent storage, no Python object per record.
 
-Modules: ``ring`` (EpisodicRing: O(1) append and overwrite), ``agent`` (AgentMemory: numpy
-columns, slot reuse, per-layer time-ordered SortedLists), ``store`` (MemoryStore).
+Modules: ``ring`` (EpisodicRing: O(1) append and overwrite), ``tags`` (TagTable: interned
+tag tuples), ``agent`` (AgentMemory: numpy columns, content by slot, sparse metadata, slot
+reuse, incremental record digests), ``store`` (MemoryStore).
 """
 
-from f09_memory.store.agent import NO_DEADLINE, AgentMemory, record_id
+from f09_memory.store.agent import (
+    NO_DEADLINE,
+    AgentMemory,
+    NewRecords,
+    RecordExtra,
+    Removed,
+    record_id,
+)
 from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.store import MemoryStore, split_record_id
+from f09_memory.store.tags import TagTable
 
 __all__ = [
     "NO_DEADLINE",
     "AgentMemory",
     "EpisodicRing",
     "MemoryStore",
+    "NewRecords",
+    "RecordExtra",
+    "Removed",
+    "TagTable",
     "record_id",
     "split_record_id",
 ]

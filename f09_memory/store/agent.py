@@ -1,37 +1,65 @@
-"""AgentMemory: one agent's records in columnar numpy arrays.
+"""AgentMemory: one agent's records as columns; no Python object per record.
 
-Every record occupies a *slot*; columns are indexed by slot. Freed slots are reused
-(LIFO), so the arrays stay as large as the peak live count, not the ingest history. A
-record's *key* is its per-agent sequence number: record ids are ``f"{agent_id}:{key:010d}"``
-so, within an agent, ``key`` order is exactly id order, and every sort ends in ``key``.
+Every record occupies a *slot*; columns are indexed by slot. Freed slots are reused (LIFO),
+so the arrays stay as large as the peak live count, not the ingest history. A record's *key*
+is its per-agent sequence number: record ids are ``f"{agent_id}:{key:010d}"``, so within an
+agent key order is id order, and every sort ends in the key.
 
-Per-layer structure: episodic keys live in an :class:`EpisodicRing`; every other layer in
-a ``SortedList`` of ``(recency_anchor, key)`` (deterministic, time-ordered iteration).
+What a record is made of:
+
+- numeric columns (numpy, by slot): ``key``, ``layer``, ``importance``, ``flagged``,
+  ``created``, ``anchor``, ``tokens``, ``deadline``, ``status``, ``redacted``, ``tagset``
+  (an id in the store's :class:`~f09_memory.store.tags.TagTable`), ``embedded``, ``alive``;
+- ``content``: the stored (redacted) text by slot;
+- sparse maps by key, only where present: ``source_event`` and ``extras``
+  (:class:`RecordExtra`: source refs, spatial/social/procedural metadata, attributes).
+
+``MemoryRecord`` objects are built at the boundary (``core.records``), never kept here.
+Episodic keys also live in an :class:`EpisodicRing` (insertion order, O(1) eviction); the
+other layers need no order structure: time order is a numpy ``lexsort`` when asked for.
+
+Each agent keeps an order-independent digest of its records for the incremental state hash:
+a record's digest is computed lazily (first ``state_hash`` after it changed) and summed
+modulo 2**128; removing or changing a record subtracts its old digest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import hashlib
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from sortedcontainers import SortedList
 
+from f09_memory.canonical import canonical_json
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.records import AttributeValue, ProceduralMeta, SocialMeta, SpatialMeta
 from f09_memory.store.ring import EpisodicRing
+from f09_memory.store.tags import TagTable
 
-__all__ = ["CLAIM_STATUSES", "NO_DEADLINE", "AgentMemory", "record_id"]
+__all__ = [
+    "CLAIM_STATUSES",
+    "NO_DEADLINE",
+    "AgentMemory",
+    "NewRecords",
+    "RecordExtra",
+    "Removed",
+    "record_id",
+]
 
 NO_DEADLINE = np.iinfo(np.int64).max
 CLAIM_STATUSES: tuple[str, ...] = ("active", "superseded", "quarantined")
 """Record status codes (the ``status`` column): a record without a claim is active; a claim
 is superseded by a newer trusted one, or quarantined when a less trusted write conflicts."""
-_STATUS_CODE = {name: i for i, name in enumerate(CLAIM_STATUSES)}
+STATUS_CODE: dict[str, int] = {name: i for i, name in enumerate(CLAIM_STATUSES)}
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
+_MASK128 = (1 << 128) - 1
+_HEAD = struct.Struct("<qbq?qqiqbb?i")
 
 
 def record_id(agent_id: str, key: int) -> str:
@@ -39,33 +67,123 @@ def record_id(agent_id: str, key: int) -> str:
     return f"{agent_id}:{key:010d}"
 
 
+@dataclass(frozen=True, slots=True)
+class RecordExtra:
+    """The sparse part of a record's metadata, kept only for records that have some."""
+
+    source_ref_ids: tuple[str, ...] = ()
+    spatial: SpatialMeta | None = None
+    social: SocialMeta | None = None
+    procedural: ProceduralMeta | None = None
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        """Whether every field has its default (such an extra is not stored)."""
+        return not (self.source_ref_ids or self.attributes or self.spatial is not None
+                    or self.social is not None or self.procedural is not None)
+
+    def canonical(self) -> dict[str, Any]:
+        """JSON form for hashing and snapshots (camelCase keys, ``None`` omitted)."""
+        out: dict[str, Any] = {}
+        if self.source_ref_ids:
+            out["sourceRefIds"] = list(self.source_ref_ids)
+        for name, meta in (("spatial", self.spatial), ("social", self.social),
+                           ("procedural", self.procedural)):
+            if meta is not None:
+                out[name] = meta.to_json_dict()
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
+        return out
+
+    @classmethod
+    def from_canonical(cls, data: Mapping[str, Any]) -> RecordExtra:
+        """Inverse of :meth:`canonical` (validates the nested models)."""
+        def meta(model: Any, name: str) -> Any:
+            value = data.get(name)
+            return None if value is None else model.parse(value)
+        attrs = data.get("attributes") or {}
+        if not isinstance(attrs, Mapping):
+            raise ValueError("attributes must be a mapping")
+        return cls(tuple(str(s) for s in data.get("sourceRefIds") or ()),
+                   meta(SpatialMeta, "spatial"), meta(SocialMeta, "social"),
+                   meta(ProceduralMeta, "procedural"), dict(attrs))
+
+
+EMPTY_EXTRA = RecordExtra()
+
+
+class Removed(NamedTuple):
+    """A record that left the store: its id, layer and key."""
+
+    id: str
+    layer: MemoryLayer
+    key: int
+
+
+@dataclass(slots=True)
+class NewRecords:
+    """Column values of records about to be stored, one list entry per record, in order."""
+
+    keys: list[int] = field(default_factory=list)
+    layer: list[int] = field(default_factory=list)
+    importance: list[float] = field(default_factory=list)
+    flagged: list[bool] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    anchor: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    deadline: list[int] = field(default_factory=list)
+    status: list[int] = field(default_factory=list)
+    redacted: list[bool] = field(default_factory=list)
+    tagset: list[int] = field(default_factory=list)
+    content: list[str] = field(default_factory=list)
+    source_event: dict[int, str] = field(default_factory=dict)
+    """By position in the batch."""
+    extras: dict[int, RecordExtra] = field(default_factory=dict)
+    """By position in the batch."""
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
 class AgentMemory:
     """Columnar storage of one agent's live records.
 
-    Columns (length ``capacity``; valid where ``alive``): ``key`` int64, ``layer`` int8,
-    ``importance`` float64, ``flagged`` bool, ``created`` int64, ``anchor`` int64,
-    ``tokens`` int32, ``deadline`` int64 (``NO_DEADLINE`` when no TTL), ``decayed`` float64
-    (importance x exp(-dt/halfLife) as of the last decay pass), ``alive`` bool.
-
-    Runtime complexity: ``add`` amortized O(1) for episodic, O(log n) for other layers;
-    ``remove`` O(1) / O(log n); capacity doubles when full.
+    Runtime complexity: ``add_batch`` O(k) numpy plus amortized O(1) per episodic record;
+    ``remove`` O(1); capacity doubles when full.
     """
 
-    def __init__(self, agent_id: str, episodic_max: int, initial_capacity: int = 64) -> None:
+    _COLUMNS: tuple[tuple[str, Any], ...] = (
+        ("key", np.int64), ("layer", np.int8), ("importance", np.float64),
+        ("flagged", np.bool_), ("created", np.int64), ("anchor", np.int64),
+        ("tokens", np.int32), ("deadline", np.int64), ("alive", np.bool_),
+        ("status", np.int8), ("redacted", np.bool_), ("tagset", np.int32),
+        ("embedded", np.bool_), ("hashed", np.bool_), ("digest_hi", np.uint64),
+        ("digest_lo", np.uint64), ("rev", np.int64),
+    )
+    COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in _COLUMNS)
+
+    def __init__(self, agent_id: str, episodic_max: int, tags: TagTable,
+                 initial_capacity: int = 64) -> None:
         self.agent_id = agent_id
+        self.tags = tags
         self.capacity = 0
         self.hi = 0
         self.next_key = 0
         self.slot_of: dict[int, int] = {}
-        self.records: list[MemoryRecord | None] = []
         self.free: list[int] = []
-        self.compressed: dict[int, tuple[tuple[float, str, bool], MemoryRecord]] = {}
-        """Cache of compressed forms by key: ``((ratio, strategy, drop_metadata), record)``."""
+        self.content: list[str | None] = []
+        self.source_event: dict[int, str] = {}
+        self.extras: dict[int, RecordExtra] = {}
         self.layer_counts = np.zeros(_N_LAYERS, dtype=np.int64)
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
-        self.layers: dict[int, SortedList] = {
-            code: SortedList() for code in range(_N_LAYERS) if code != _EPISODIC
-        }
+        self.claims: dict[str, int] = {}
+        """Active claim key (``claimKey`` attribute) -> record key."""
+        self.min_deadline = NO_DEADLINE
+        """A lower bound of the live records' TTL deadlines (expiry skips the agent before)."""
+        self.digest_sum = 0
+        """Sum of the digests of the hashed records, modulo 2**128."""
+        self.dirty = True
+        """Whether the agent changed since its digest was last computed."""
         self.key = np.zeros(0, dtype=np.int64)
         self.layer = np.zeros(0, dtype=np.int8)
         self.importance = np.zeros(0, dtype=np.float64)
@@ -74,12 +192,17 @@ class AgentMemory:
         self.anchor = np.zeros(0, dtype=np.int64)
         self.tokens = np.zeros(0, dtype=np.int32)
         self.deadline = np.zeros(0, dtype=np.int64)
-        self.decayed = np.zeros(0, dtype=np.float64)
         self.alive = np.zeros(0, dtype=np.bool_)
         self.status = np.zeros(0, dtype=np.int8)
-        self.claims: dict[str, int] = {}
-        """Active claim key (``claimKey`` attribute) -> record key."""
+        self.redacted = np.zeros(0, dtype=np.bool_)
+        self.tagset = np.zeros(0, dtype=np.int32)
         self.embedded = np.zeros(0, dtype=np.bool_)
+        self.hashed = np.zeros(0, dtype=np.bool_)
+        self.digest_hi = np.zeros(0, dtype=np.uint64)
+        self.digest_lo = np.zeros(0, dtype=np.uint64)
+        self.rev = np.zeros(0, dtype=np.int64)
+        """Changes whenever the slot's record does (readers cache built objects by it)."""
+        self.next_rev = 0
         self.vectors: NDArray[np.float32] | None = None
         """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
         self.index: VectorIndex | None = None
@@ -87,29 +210,35 @@ class AgentMemory:
         self.index_build: VectorIndex | None = None
         """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
         self.index_cursor = 0
-        self.by_importance: SortedList | None = None
-        """``(-importance, key)`` of live records, kept only for large agents (preselection)."""
-        self.by_recency: SortedList | None = None
-        """``(-anchor, key)`` of live records, kept with ``by_importance``."""
         self._grow(initial_capacity)
 
-    _COLUMNS = (
-        "key", "layer", "importance", "flagged", "created", "anchor", "tokens", "deadline",
-        "decayed", "alive", "status", "embedded",
-    )
-
+    # ------------------------------------------------------------------ capacity
     def _grow(self, capacity: int) -> None:
-        for name in self._COLUMNS:
+        for name, _ in self._COLUMNS:
             old: NDArray[Any] = getattr(self, name)
             new = np.zeros(capacity, dtype=old.dtype)
             new[: old.shape[0]] = old
             setattr(self, name, new)
-        self.records.extend([None] * (capacity - self.capacity))
+        self.content.extend([None] * (capacity - self.capacity))
         if self.vectors is not None:
-            grown = np.zeros((capacity, self.vectors.shape[1]), dtype=np.float32)
+            grown = np.zeros((capacity, self.vectors.shape[1]), dtype=self.vectors.dtype)
             grown[: self.vectors.shape[0]] = self.vectors
             self.vectors = grown
         self.capacity = capacity
+
+    @classmethod
+    def column_dtype(cls, name: str) -> np.dtype[Any]:
+        """The dtype of column ``name``."""
+        dtype: np.dtype[Any] = np.dtype(dict(cls._COLUMNS)[name])
+        return dtype
+
+    def ensure_capacity(self, n: int) -> None:
+        """Grow the columns to hold at least ``n`` slots."""
+        if n > self.capacity:
+            cap = max(64, self.capacity)
+            while cap < n:
+                cap *= 2
+            self._grow(cap)
 
     def ensure_vectors(self, dim: int) -> NDArray[np.float32]:
         """The vector column, allocated (or re-allocated for a new ``dim``) on demand."""
@@ -118,36 +247,13 @@ class AgentMemory:
             self.embedded[:] = False
         return self.vectors
 
-    def enable_rank_lists(self) -> None:
-        """Build the importance and recency orders (O(n log n)); kept up to date afterwards."""
-        if self.by_importance is not None:
-            return
-        slots = self.live_slots()
-        keys = self.key[slots].tolist()
-        self.by_importance = SortedList(zip((-self.importance[slots]).tolist(), keys,
-                                            strict=True))
-        self.by_recency = SortedList(zip((-self.anchor[slots]).tolist(), keys, strict=True))
-
-    def top_keys(self, order: SortedList, k: int, allowed: NDArray[np.bool_]) -> list[int]:
-        """The first ``k`` keys of ``order`` whose slots are ``allowed``.
-
-        Runtime complexity: O(k') for the k' entries visited.
-        """
-        out: list[int] = []
-        slot_of = self.slot_of
-        for _, key in order:
-            if allowed[slot_of[key]]:
-                out.append(key)
-                if len(out) == k:
-                    break
-        return out
-
     def drop_index(self) -> None:
         """Forget the index and any build in progress (a new embedder makes them stale)."""
         self.index = None
         self.index_build = None
         self.index_cursor = 0
 
+    # ------------------------------------------------------------------ reading
     @property
     def live(self) -> int:
         """Number of live records."""
@@ -163,60 +269,169 @@ class AgentMemory:
         self.next_key += 1
         return key
 
-    def add(self, record: MemoryRecord, key: int, flagged: bool, deadline: int) -> int:
-        """Store ``record`` under ``key`` and return its slot.
+    def tags_of(self, slot: int) -> tuple[str, ...]:
+        """The tags of the record in ``slot``."""
+        return self.tags.get(int(self.tagset[slot]))
 
-        The caller evicts first when the episodic ring is full.
+    def extra_of(self, key: int) -> RecordExtra:
+        """The sparse metadata of record ``key`` (empty when it has none)."""
+        return self.extras.get(key, EMPTY_EXTRA)
+
+    def live_slots(self) -> NDArray[np.intp]:
+        """Slots of live records in slot order (not a meaningful order by itself)."""
+        return np.flatnonzero(self.alive[: self.hi])
+
+    def slots_in_time_order(self, layer: MemoryLayer | None = None) -> NDArray[np.intp]:
+        """Live slots ordered by ``(recency_anchor, key)``; episodic alone in ring order.
+
+        Runtime complexity: O(n log n) numpy (episodic: O(n) over the ring).
         """
-        if self.free:
-            slot = self.free.pop()
-        else:
-            if self.hi == self.capacity:
-                self._grow(max(64, self.capacity * 2))
-            slot = self.hi
-            self.hi += 1
-        code = record.layer.code
-        self.key[slot] = key
-        self.layer[slot] = code
-        self.importance[slot] = record.importance
-        self.flagged[slot] = flagged
-        self.created[slot] = record.created_at
-        self.anchor[slot] = record.recency_anchor
-        self.tokens[slot] = record.tokens_estimate or 0
-        self.deadline[slot] = deadline
-        self.decayed[slot] = record.importance
-        self.alive[slot] = True
-        self.embedded[slot] = False
-        self._set_claim(slot, key, record)
-        self.records[slot] = record
-        self.slot_of[key] = slot
-        self.layer_counts[code] += 1
-        if self.by_importance is not None and self.by_recency is not None:
-            self.by_importance.add((-record.importance, key))
-            self.by_recency.add((-record.recency_anchor, key))
-        if code == _EPISODIC:
-            self.ring.append(key)
-        else:
-            self.layers[code].add((record.recency_anchor, key))
-        return slot
+        if layer is MemoryLayer.EPISODIC:
+            slot_of = self.slot_of
+            return np.fromiter((slot_of[k] for k in self.ring), dtype=np.intp,
+                               count=self.ring.live)
+        hi = self.hi
+        mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
+            self.layer[:hi] == layer.code)
+        slots = np.flatnonzero(mask)
+        order = np.lexsort((self.key[slots], self.anchor[slots]))
+        result: NDArray[np.intp] = slots[order]
+        return result
 
-    def remove(self, key: int) -> MemoryRecord:
-        """Remove the live record ``key`` and return it. Runtime complexity: O(log n)."""
+    def keys_in_time_order(self, layer: MemoryLayer | None = None) -> Iterator[int]:
+        """Live keys ordered by ``(recency_anchor, key)``; episodic alone in ring order."""
+        if layer is MemoryLayer.EPISODIC:
+            yield from self.ring
+        else:
+            yield from self.key[self.slots_in_time_order(layer)].tolist()
+
+    def newest_slots(self, k: int, layer: MemoryLayer | None = None) -> NDArray[np.intp]:
+        """The ``k`` newest live slots by ``(recency_anchor, key)``, newest first.
+
+        Runtime complexity: O(n) numpy plus O(k log k).
+        """
+        hi = self.hi
+        mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
+            self.layer[:hi] == layer.code)
+        slots = np.flatnonzero(mask)
+        if k <= 0 or slots.shape[0] == 0:
+            return np.zeros(0, dtype=np.intp)
+        if k < slots.shape[0]:
+            anchors = self.anchor[slots]
+            cut = np.partition(anchors, slots.shape[0] - k)[slots.shape[0] - k]
+            slots = slots[anchors >= cut]
+        order = np.lexsort((-self.key[slots], -self.anchor[slots]))[:k]
+        result: NDArray[np.intp] = slots[order]
+        return result
+
+    # ------------------------------------------------------------------ writing
+    def _take_slots(self, n: int) -> NDArray[np.intp]:
+        slots: list[int] = []
+        while self.free and len(slots) < n:
+            slots.append(self.free.pop())
+        rest = n - len(slots)
+        if rest:
+            self.ensure_capacity(self.hi + rest)
+            slots.extend(range(self.hi, self.hi + rest))
+            self.hi += rest
+        return np.asarray(slots, dtype=np.intp)
+
+    def add_batch(self, new: NewRecords) -> tuple[NDArray[np.intp], list[list[Removed]]]:
+        """Store ``new`` (keys already reserved) and return their slots and evictions.
+
+        Episodic records enter the ring in order; each one that finds the ring full first
+        evicts the oldest live episodic record (possibly an earlier one of the same batch).
+        ``evicted[i]`` lists what record ``i`` evicted, so events keep their order.
+        """
+        n = len(new)
+        ring = self.ring
+        evicted: list[list[Removed]] = [[] for _ in range(n)]
+        # The j-th episodic record of the batch evicts when live + j >= capacity; old keys go
+        # first (before slots are taken, so their slots are reused), then, if the batch
+        # alone overflows the ring, its own earliest records (below).
+        old_live = ring.live
+        taken = 0
+        j = 0
+        for i, code in enumerate(new.layer):
+            if code != _EPISODIC:
+                continue
+            if old_live + j >= ring.capacity:
+                if taken == old_live:
+                    break
+                evicted[i].append(self.remove(ring.oldest()))
+                taken += 1
+            j += 1
+        slots = self._take_slots(n)
+        self.key[slots] = new.keys
+        self.layer[slots] = new.layer
+        self.importance[slots] = new.importance
+        self.flagged[slots] = new.flagged
+        self.created[slots] = new.created
+        self.anchor[slots] = new.anchor
+        self.tokens[slots] = new.tokens
+        self.deadline[slots] = new.deadline
+        self.alive[slots] = True
+        self.status[slots] = new.status
+        self.redacted[slots] = new.redacted
+        self.tagset[slots] = new.tagset
+        self.embedded[slots] = False
+        self.hashed[slots] = False
+        self.rev[slots] = np.arange(self.next_rev, self.next_rev + n, dtype=np.int64)
+        self.next_rev += n
+        self.dirty = True
+        content = self.content
+        slot_of = self.slot_of
+        slot_list = slots.tolist()
+        for i, slot in enumerate(slot_list):
+            content[slot] = new.content[i]
+            slot_of[new.keys[i]] = slot
+        for i, text in new.source_event.items():
+            self.source_event[new.keys[i]] = text
+        for i, extra in new.extras.items():
+            key = new.keys[i]
+            self.extras[key] = extra
+            self._index_claim(key, extra, new.status[i])
+        self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
+                                         minlength=_N_LAYERS)
+        if n:
+            self.min_deadline = min(self.min_deadline, min(new.deadline))
+        for i, code in enumerate(new.layer):
+            if code == _EPISODIC:
+                if ring.full:
+                    evicted[i].append(self.remove(ring.oldest()))
+                ring.append(new.keys[i])
+        return slots, evicted
+
+    def _index_claim(self, key: int, extra: RecordExtra, status: int) -> None:
+        claim = extra.attributes.get("claimKey")
+        if isinstance(claim, str):
+            if status == 0:
+                self.claims[claim] = key
+            elif self.claims.get(claim) == key:
+                del self.claims[claim]
+
+    def _unhash(self, slot: int) -> None:
+        if self.hashed[slot]:
+            value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
+            self.digest_sum = (self.digest_sum - value) & _MASK128
+            self.hashed[slot] = False
+        self.rev[slot] = self.next_rev
+        self.next_rev += 1
+        self.dirty = True
+
+    def remove(self, key: int) -> Removed:
+        """Remove the live record ``key``. Runtime complexity: O(1) amortized."""
         slot = self.slot_of.pop(key)
-        self.compressed.pop(key, None)
-        record = self.records[slot]
-        claim = record.metadata.attributes.get("claimKey") if record is not None else None
-        if isinstance(claim, str) and self.claims.get(claim) == key:
-            del self.claims[claim]
-        assert record is not None
+        extra = self.extras.pop(key, None)
+        self.source_event.pop(key, None)
+        if extra is not None:
+            claim = extra.attributes.get("claimKey")
+            if isinstance(claim, str) and self.claims.get(claim) == key:
+                del self.claims[claim]
         code = int(self.layer[slot])
-        if self.by_importance is not None and self.by_recency is not None:
-            self.by_importance.remove((-float(self.importance[slot]), key))
-            self.by_recency.remove((-int(self.anchor[slot]), key))
         if code == _EPISODIC:
             self.ring.discard(key)
-        else:
-            self.layers[code].remove((int(self.anchor[slot]), key))
+        self._unhash(slot)
         self.alive[slot] = False
         if self.embedded[slot]:
             self.embedded[slot] = False
@@ -224,56 +439,113 @@ class AgentMemory:
             for index in (self.index, self.index_build):
                 if index is not None:
                     index.remove(gone)
-        self.records[slot] = None
+        self.content[slot] = None
         self.layer_counts[code] -= 1
         self.free.append(slot)
-        return record
+        return Removed(self.id_of(key), LAYERS_BY_CODE[code], key)
 
-    def replace_record(self, key: int, record: MemoryRecord) -> None:
-        """Swap the stored object of ``key`` for an updated one with the same id and layer."""
+    def update(
+        self,
+        key: int,
+        *,
+        importance: float | None = None,
+        content: str | None = None,
+        tokens: int | None = None,
+        redacted: bool | None = None,
+        tagset: int | None = None,
+        extra: RecordExtra | None = None,
+        status: int | None = None,
+    ) -> int:
+        """Change fields of the live record ``key`` in place; returns its slot.
+
+        Runtime complexity: O(1).
+        """
         slot = self.slot_of[key]
-        self.compressed.pop(key, None)
-        if self.by_importance is not None:
-            self.by_importance.remove((-float(self.importance[slot]), key))
-            self.by_importance.add((-record.importance, key))
-        self.records[slot] = record
-        self.importance[slot] = record.importance
-        self._set_claim(slot, key, record)
+        self._unhash(slot)
+        if importance is not None:
+            self.importance[slot] = importance
+        if content is not None:
+            self.content[slot] = content
+        if tokens is not None:
+            self.tokens[slot] = tokens
+        if redacted is not None:
+            self.redacted[slot] = redacted
+        if tagset is not None:
+            self.tagset[slot] = tagset
+        if status is not None:
+            self.status[slot] = status
+        if extra is not None:
+            old = self.extras.pop(key, None)
+            if old is not None:
+                claim = old.attributes.get("claimKey")
+                if isinstance(claim, str) and self.claims.get(claim) == key:
+                    del self.claims[claim]
+            if not extra.is_empty():
+                self.extras[key] = extra
+            self._index_claim(key, extra, int(self.status[slot]))
+        elif status is not None and key in self.extras:
+            self._index_claim(key, self.extras[key], status)
+        return slot
 
-    def _set_claim(self, slot: int, key: int, record: MemoryRecord) -> None:
-        attrs = record.metadata.attributes
-        if not attrs:  # most records carry no claim
-            self.status[slot] = 0
-            return
-        status = _STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
-        self.status[slot] = status
-        claim = attrs.get("claimKey")
-        if isinstance(claim, str):
-            if status == 0:
-                self.claims[claim] = key
-            elif self.claims.get(claim) == key:
-                del self.claims[claim]
+    def mark_embedded(self, slot: int, embedded: bool) -> None:
+        """Set the embedded flag of ``slot`` (it is part of the record's digest)."""
+        if bool(self.embedded[slot]) != embedded:
+            self._unhash(slot)
+            self.embedded[slot] = embedded
 
-    def record(self, key: int) -> MemoryRecord | None:
-        """The live record ``key``, or ``None``."""
-        slot = self.slot_of.get(key)
-        return None if slot is None else self.records[slot]
+    def clear_embedded(self) -> None:
+        """Mark every vector stale (a new embedder); every live digest is recomputed."""
+        for slot in np.flatnonzero(self.embedded[: self.hi]).tolist():
+            self._unhash(slot)
+        self.embedded[:] = False
 
-    def live_slots(self) -> NDArray[np.intp]:
-        """Slots of live records in slot order (not a meaningful order by itself)."""
-        return np.flatnonzero(self.alive[: self.hi])
+    # ------------------------------------------------------------------ hashing
+    def record_digest(self, slot: int, quantum: int) -> bytes:
+        """The 16-byte digest of the record in ``slot`` (every stored field)."""
+        key = int(self.key[slot])
+        head = _HEAD.pack(
+            key, int(self.layer[slot]), round(float(self.importance[slot]) * quantum),
+            bool(self.flagged[slot]), int(self.created[slot]), int(self.anchor[slot]),
+            int(self.tokens[slot]), int(self.deadline[slot]), int(self.status[slot]),
+            int(self.redacted[slot]), bool(self.embedded[slot]), 0)
+        h = hashlib.sha256(head)
+        text = self.content[slot]
+        assert text is not None
+        h.update(text.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        h.update("\x1f".join(self.tags_of(slot)).encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        source = self.source_event.get(key)
+        if source is not None:
+            h.update(b"s" + source.encode("utf-8", "surrogatepass"))
+        extra = self.extras.get(key)
+        if extra is not None:
+            h.update(b"\x00x" + canonical_json(extra.canonical(), quantum))
+        return h.digest()[:16]
 
-    def keys_in_time_order(self, layer: MemoryLayer | None = None) -> Iterator[int]:
-        """Live keys ordered by ``(recency_anchor, key)``; episodic alone in ring order."""
-        if layer is None:
-            slots = self.live_slots()
-            order = np.lexsort((self.key[slots], self.anchor[slots]))
-            yield from (int(k) for k in self.key[slots][order])
-        elif layer is MemoryLayer.EPISODIC:
-            yield from self.ring
-        else:
-            yield from (k for _, k in self.layers[layer.code])
+    def refresh_digest(self, quantum: int) -> int:
+        """Hash the records changed since the last call; return the agent's digest sum.
 
+        Runtime complexity: O(changed records) sha256 plus O(n) numpy.
+        """
+        if not self.dirty:
+            return self.digest_sum
+        hi = self.hi
+        todo = np.flatnonzero(self.alive[:hi] & ~self.hashed[:hi]).tolist()
+        total = self.digest_sum
+        for slot in todo:
+            raw = self.record_digest(slot, quantum)
+            hi64 = int.from_bytes(raw[:8], "big")
+            lo64 = int.from_bytes(raw[8:], "big")
+            self.digest_hi[slot] = hi64
+            self.digest_lo[slot] = lo64
+            self.hashed[slot] = True
+            total += (hi64 << 64) | lo64
+        self.digest_sum = total & _MASK128
+        self.dirty = False
+        return self.digest_sum
+
+    # ------------------------------------------------------------------ checks
     def _check(self) -> None:
         """Assert every structural invariant (tests call this after each mutation)."""
         hi = self.hi
@@ -281,35 +553,32 @@ class AgentMemory:
         assert int(alive.sum()) == len(self.slot_of), "alive column disagrees with slot map"
         assert not self.alive[hi:].any(), "live slot above the high-water mark"
         assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
+        assert not (self.hashed[:hi] & ~alive).any(), "a dead slot is marked hashed"
         if self.index is not None:
             assert len(self.index) <= int(self.embedded[:hi].sum()), "index holds dead keys"
-        if self.by_importance is not None and self.by_recency is not None:
-            assert len(self.by_importance) == len(self.by_recency) == len(self.slot_of)
         for claim, key in self.claims.items():
             slot = self.slot_of[key]
-            rec = self.records[slot]
-            assert rec is not None and rec.metadata.attributes.get("claimKey") == claim
+            assert self.extras[key].attributes.get("claimKey") == claim
             assert int(self.status[slot]) == 0, "a non-active claim is indexed as active"
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
-        assert set(self.compressed) <= set(self.slot_of), "compressed cache holds a dead key"
+        assert set(self.extras) <= set(self.slot_of), "extras of a dead key"
+        assert set(self.source_event) <= set(self.slot_of), "source event of a dead key"
         for slot in self.free:
-            assert not self.alive[slot] and self.records[slot] is None
+            assert not self.alive[slot] and self.content[slot] is None
         counts = np.bincount(self.layer[:hi][alive], minlength=_N_LAYERS)
         assert (counts == self.layer_counts).all(), "layer counts drifted"
         for key, slot in self.slot_of.items():
-            rec = self.records[slot]
-            assert rec is not None and self.alive[slot] and int(self.key[slot]) == key
-            assert rec.id == self.id_of(key) and rec.layer.code == int(self.layer[slot])
+            assert self.alive[slot] and int(self.key[slot]) == key
+            assert self.content[slot] is not None
             assert key < self.next_key
+            assert 0 <= int(self.tagset[slot]) < len(self.tags)
+        live_deadlines = self.deadline[:hi][alive]
+        if live_deadlines.shape[0]:
+            assert int(live_deadlines.min()) >= self.min_deadline, "min_deadline too high"
         assert self.ring.live == int(self.layer_counts[_EPISODIC]) <= self.ring.capacity
         assert sorted(self.ring) == sorted(
             k for k, s in self.slot_of.items() if self.layer[s] == _EPISODIC
         )
         ring_keys = list(self.ring)
         assert ring_keys == sorted(ring_keys), "ring out of insertion order"
-        for code, index in self.layers.items():
-            assert len(index) == int(self.layer_counts[code])
-            for anchor, key in index:
-                slot = self.slot_of[key]
-                assert int(self.anchor[slot]) == anchor and int(self.layer[slot]) == code

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from sortedcontainers import SortedDict
 
 from f09_memory.store.agent import AgentMemory
+from f09_memory.store.tags import TagTable
 
 __all__ = ["MemoryStore", "split_record_id"]
 
 
-def split_record_id(record_id: str) -> tuple[str, int] | None:
+def split_record_id(record_id: object) -> tuple[str, int] | None:
     """Split ``"agent:0000000042"`` into ``("agent", 42)``; ``None`` if it is not an engine id."""
     if not isinstance(record_id, str):
         return None
@@ -22,10 +23,14 @@ def split_record_id(record_id: str) -> tuple[str, int] | None:
 
 
 class MemoryStore:
-    """Maps agent ids to their :class:`AgentMemory`, iterating agents in sorted id order."""
+    """Maps agent ids to their :class:`AgentMemory`, iterating agents in sorted id order.
+
+    The :class:`TagTable` is shared by every agent.
+    """
 
     def __init__(self, episodic_max: int) -> None:
         self.episodic_max = episodic_max
+        self.tags = TagTable()
         self._agents: SortedDict = SortedDict()
 
     def __len__(self) -> int:
@@ -40,7 +45,7 @@ class MemoryStore:
         """The agent's memory, created empty on first use."""
         am: AgentMemory | None = self._agents.get(agent_id)
         if am is None:
-            am = AgentMemory(agent_id, self.episodic_max)
+            am = AgentMemory(agent_id, self.episodic_max, self.tags)
             self._agents[agent_id] = am
         return am
 
@@ -58,6 +63,7 @@ class MemoryStore:
 
     def _check(self) -> None:
         """Assert the invariants of every agent."""
+        self.tags._check()
         for agent_id, am in self._agents.items():
-            assert am.agent_id == agent_id
+            assert am.agent_id == agent_id and am.tags is self.tags
             am._check()

@@ -5,12 +5,11 @@ and the section 12 min-heap), ``sources`` (SourceEvent snapshots, entity and key
 extraction), ``grouping`` (group_batches: step 2), ``prompt`` (the versioned template in
 ``resources/summary_prompt_v1.md``, build_summary_prompt: step 3), ``heuristic`` (the local
 summarizer, coverage, the garbage validator: step 4 fallback), ``pipeline`` (Summarizer
-and SummaryOutcome: the task lifecycle), ``control`` (SummarizationControl: the engine's
-``engine.summarization`` surface). Step 5, replacement, is the engine's: it applies
-each SummaryOutcome to the store and emits ``memory:summarization:*``.
+and SummaryOutcome: the task lifecycle), ``service`` (SummarizationService: the engine's
+``engine.summarization`` surface; step 5, replacement: it applies each SummaryOutcome to
+the store and emits ``memory:summarization:*``).
 """
 
-from f09_memory.summarization.control import SummarizationControl
 from f09_memory.summarization.grouping import group_batches
 from f09_memory.summarization.heuristic import (
     coverage,
@@ -41,7 +40,6 @@ __all__ = [
     "CandidateHeap",
     "KeyTerm",
     "SourceEvent",
-    "SummarizationControl",
     "Summarizer",
     "SummaryOutcome",
     "SummaryPath",

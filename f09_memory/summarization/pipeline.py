@@ -8,18 +8,19 @@ A game loop must never block on an LLM, so summarization is split in two phases:
    and an agent is scheduled at most once per ``summarization_min_interval_ms``.
 2. The host takes queued tasks with ``poll(now)`` (they become ``running``), sends
    ``task.prompt`` (with :attr:`Summarizer.system_prompt`) to its LLM, and hands the text
-   back with ``complete(task_id, text)``, or gives up with ``fail(task_id, reason)``.
-   ``run_sync(llm, now)`` does phase 2 in one call.
+   back with ``complete(task_id, text)`` (``complete_after_error`` when the LLM call
+   raised), or gives up with ``fail(task_id, reason)``. The engine's
+   ``summarization.service`` runs phase 2 synchronously for hosts that want that.
 
 Quality gate: a completion that is garbage (:func:`garbage_reason`) or covers less than
 ``summarization_min_coverage`` of the sources' key terms is replaced by the local
-:func:`heuristic_summary`; an LLM exception (``TimeoutError`` included) in ``run_sync``
-does the same. The outcome records which path produced the text and why.
+:func:`heuristic_summary`; an LLM exception (``TimeoutError`` included) does the same
+through ``complete_after_error``. The outcome records which path produced the text and why.
 
 Pressure modes (``PressureProfile.summarization``): ``llm`` as above; ``heuristic``
 completes the task inside ``schedule`` with the local summary; ``skip`` marks it
 ``skipped`` (sources kept). Outcomes finished inside ``schedule`` are handed over by
-``collect()``; ``complete``, ``fail`` and ``run_sync`` return theirs directly.
+``collect()``; ``complete``, ``complete_after_error`` and ``fail`` return theirs directly.
 
 The summarizer never touches the store and emits no events: the engine turns each
 :class:`SummaryOutcome` into the semantic summary record (``metadata.source_ref_ids`` =
@@ -51,7 +52,6 @@ from f09_memory.errors import (
     SummaryFailedError,
     SummaryLockedError,
 )
-from f09_memory.protocols import LLMClient
 from f09_memory.schema.enums import MemoryLayer, TaskStatus
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
@@ -305,14 +305,18 @@ class Summarizer:
         if not keys or len(keys) < min(cfg.summarization_min_batch, cfg.summarization_batch_size):
             return None
         keys.sort()
-        records = am.records
         slot_of = am.slot_of
         scrub = self._redact if self._redact_sources else None
         sources = []
         for k in keys:
-            rec = records[slot_of[k]]
-            assert rec is not None
-            sources.append(SourceEvent.from_record(rec, k, scrub))
+            slot = slot_of[k]
+            content = am.content[slot]
+            assert content is not None
+            tags = am.tags_of(slot)
+            if scrub is not None:
+                content, tags = scrub(content), tuple(scrub(t) for t in tags)
+            sources.append(SourceEvent(k, am.id_of(k), int(am.anchor[slot]),
+                                       float(am.importance[slot]), content, tags))
         n = self._counters.get(agent_id, 0)
         task = SummarizationTask(
             id=f"sum:{agent_id}:{n:08d}",
@@ -408,46 +412,10 @@ class Summarizer:
         return self._kept(pending.task, pending.sources, TaskStatus.FAILED,
                           reason.strip() or "failed")
 
-    def run_sync(self, llm: LLMClient, now: int | None = None) -> list[SummaryOutcome]:
-        """Poll every queued task and complete it with ``llm`` in this call.
-
-        An LLM exception (any ``Exception``, ``TimeoutError`` included), a non-str reply,
-        garbage or low coverage gives the heuristic summary; this never raises for an LLM
-        failure.
-
-        Returns:
-            The outcomes, in poll order.
-
-        Raises:
-            InputInvalidError: ``llm`` has no ``complete`` method, or bad ``now``.
-        """
-        if not isinstance(llm, LLMClient):
-            raise InputInvalidError("llm must have complete(prompt, *, system, temperature, "
-                                    "max_tokens) -> str", details={"field": "llm"})
-        cfg = self.config
-        outcomes: list[SummaryOutcome] = []
-        for task in self.poll(now):
-            pending = self._pending[task.id]
-            try:
-                reply: object = llm.complete(
-                    task.prompt or "",
-                    system=self._system,
-                    temperature=cfg.summarization_temperature,
-                    max_tokens=cfg.summarization_max_tokens,
-                )
-            except Exception as exc:  # the adapter's failure is ours to absorb
-                self._release(pending)
-                outcomes.append(self._heuristic(
-                    task, pending.sources, f"llm error: {type(exc).__name__}: {exc}"))
-                continue
-            self._release(pending)
-            outcomes.append(self._judge(pending, reply))
-        return outcomes
-
     def complete_after_error(self, task_id: str, error: str) -> SummaryOutcome:
         """Finish a running task whose LLM call failed: the heuristic summary replaces it.
 
-        The two-phase twin of ``run_sync``'s exception path (``error`` becomes the reason).
+        ``error`` (the exception's text) becomes the reason.
 
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.

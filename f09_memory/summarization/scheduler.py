@@ -11,9 +11,10 @@ recent episodic records are the K largest episodic keys, found with one ``np.par
 
 The eligible records then go through :class:`CandidateHeap`, the spec's min-heap (section
 12), keyed ``(decayed importance quantized, recency anchor, key)`` ascending: least
-important first, older first on a tie, id order last, so the order is total. The decayed
-importance is the ``decayed`` column as of the agent's last decay pass (``tick`` runs it
-before scheduling), quantized with ``round(x * score_quantum)`` before it becomes a key.
+important first, older first on a tie, id order last, so the order is total. The
+decayed importance is ``importance * exp(-(now - anchor) / halfLife)`` at the scheduling
+time (decay is lazy: a pure function of ``now``), quantized with
+``round(x * score_quantum)`` before it becomes a key.
 
 The heap is rebuilt from the columns at each scheduling attempt rather than kept between
 ticks: records expire, decay, get flagged or retired between attempts, and a rebuilt heap
@@ -30,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.config.config import MemoryConfig
+from f09_memory.decay.decay import importance_decayed
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.store.agent import AgentMemory
 
@@ -71,7 +73,8 @@ def eligible_slots(am: AgentMemory, now: int, config: MemoryConfig) -> NDArray[n
         kth = np.partition(ep_keys, ep_keys.shape[0] - keep)[ep_keys.shape[0] - keep]
         episodic &= am.key[:hi] < kth
     q_limit = quantize(config.summarization_max_importance, config.score_quantum)
-    q = np.rint(am.decayed[:hi] * config.score_quantum)
+    q = np.rint(importance_decayed(am.importance[:hi], am.anchor[:hi], now,
+                                   config.decay_half_life_ms) * config.score_quantum)
     mask = (
         episodic
         & ~am.flagged[:hi]
@@ -114,7 +117,9 @@ class CandidateHeap:
             The heap.
         """
         slots = eligible_slots(am, now, config)
-        q = np.rint(am.decayed[slots] * config.score_quantum).astype(np.int64)
+        q = np.rint(importance_decayed(am.importance[slots], am.anchor[slots], now,
+                                       config.decay_half_life_ms) * config.score_quantum
+                    ).astype(np.int64)
         if limit is not None and 0 < limit < slots.shape[0]:
             cut = np.partition(q, limit - 1)[limit - 1]
             keep = q <= cut

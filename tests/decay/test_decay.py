@@ -20,17 +20,18 @@ def test_importance_decayed_multiplies() -> None:
     assert np.allclose([0.5 * math.exp(-1), math.exp(-1)], got)
 
 
-def test_decay_pass_refreshes_the_column_without_touching_importance() -> None:
+def test_decay_is_a_pure_function_of_now_and_never_touches_importance() -> None:
     engine = MemoryEngine(MemoryConfig(decay_half_life_ms=1000))
     engine.ingest("a", "x", importance=0.8, now=0)
     engine.ingest("a", "y", importance=0.4, now=1000)
-    am = engine._store.get("a")
+    am = engine._state.store.get("a")
     assert am is not None
-    assert 2 == decay_pass(am, 2000, 1000)
-    assert np.allclose([0.8 * math.exp(-2), 0.4 * math.exp(-1)], am.decayed[:2])
+    before = engine.state_hash()
+    got = decay_pass(am, 2000, 1000)
+    assert np.allclose([0.8 * math.exp(-2), 0.4 * math.exp(-1)], got)
     assert np.allclose([0.8, 0.4], am.importance[:2])
-    assert 2 == decay_pass(am, 2000, 1000)  # idempotent for the same now
-    assert np.allclose([0.8 * math.exp(-2), 0.4 * math.exp(-1)], am.decayed[:2])
+    assert np.array_equal(got, decay_pass(am, 2000, 1000))  # same now, same values
+    assert before == engine.state_hash()  # nothing stored
 
 
 def test_tick_emits_decay_applied_per_agent_in_id_order() -> None:

@@ -66,7 +66,7 @@ def test_checkpoints_empty_the_journal_and_keep_the_state(tmp_path: Path) -> Non
     db = tmp_path / "mem.db"
     durable = MemoryEngine.open(db, config(), seed=7, checkpoint_every=3)
     workload(durable)
-    assert durable._journal is not None and durable._journal.journal_size() < 3
+    assert durable._durable is not None and durable._durable.log.journal_size() < 3
     durable.close()
     reference = MemoryEngine(config(), seed=7)
     workload(reference)
@@ -99,7 +99,7 @@ def test_rejected_calls_are_not_journaled(tmp_path: Path) -> None:
     durable = MemoryEngine.open(db, seed=1)
     with pytest.raises(MemoryEngineError):
         durable.ingest("npc", "", now=0)
-    assert durable._journal is not None and 0 == durable._journal.journal_size()
+    assert durable._durable is not None and 0 == durable._durable.log.journal_size()
 
 
 def test_a_foreign_file_is_refused(tmp_path: Path) -> None:

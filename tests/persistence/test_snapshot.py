@@ -47,7 +47,7 @@ def test_round_trip_keeps_vector_indexes_of_large_agents(tmp_path: Path) -> None
     engine.ingest_many("a", [f"grain river boat {i % 17} sword {i % 5}" for i in range(400)],
                        now=0)
     engine.tick(1)
-    am = engine._store.get("a")
+    am = engine._state.store.get("a")
     assert am is not None and am.index is not None
     loaded = MemoryEngine.load(engine.save(tmp_path / "big.f09"))
     request = RetrievalRequest(agent_id="a", purpose="reasoning", max_tokens=300,
@@ -94,9 +94,9 @@ def _corrupt(data: bytes) -> bytes:
 @pytest.mark.parametrize(("mutate", "needle"), [
     (lambda d: d[: len(d) // 2], "truncated"),
     (_corrupt, "checksum"),
-    (lambda d: d.replace(b"version 1", b"version 9", 1), "version 9"),
+    (lambda d: d.replace(b"version 2", b"version 9", 1), "version 9"),
     (lambda d: b"PK\x03\x04 not ours", "not an f09-memory snapshot"),
-    (lambda d: MAGIC + b"version 1\n", "truncated inside its header"),
+    (lambda d: MAGIC + b"version 2\n", "truncated inside its header"),
 ])
 def test_bad_files_are_refused_naming_the_problem(tmp_path: Path, mutate, needle: str) -> None:
     engine = MemoryEngine(embedder=None)

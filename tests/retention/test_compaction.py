@@ -34,13 +34,13 @@ def make_engine(semantic: int | None = 400, social: int | None = 300,
 
 
 def agent(engine: MemoryEngine, agent_id: str = "a") -> AgentMemory:
-    am = engine._store.get(agent_id)
+    am = engine._state.store.get(agent_id)
     assert am is not None
     return am
 
 
 def store(engine: MemoryEngine) -> MemoryStore:
-    return engine._store
+    return engine._state.store
 
 
 def live_keys(am: AgentMemory, layer: MemoryLayer | None = None) -> set[int]:
@@ -453,7 +453,7 @@ def test_stress_random_ingest_and_slices_match_a_reference(seed: int) -> None:
                      for j in range(int(rng.integers(1, 12)))]
             engine.ingest_many(name, items, now=now)
         elif op < 0.8:
-            am = engine._store.get(name)
+            am = store(engine).get(name)
             if am is None:
                 continue
             excess = compactor.over_cap(am)
@@ -478,14 +478,14 @@ def test_stress_random_ingest_and_slices_match_a_reference(seed: int) -> None:
             assert expected[: len(got)] == got  # a budgeted slice is a prefix of it
             assert result.done == (got == expected)
         else:
-            out = compact_store(engine._store, now, int(rng.integers(0, 3_000)), cursor,
+            out = compact_store(store(engine), now, int(rng.integers(0, 3_000)), cursor,
                                 compactor)
             engine._check()
             for entry in out:
                 assert agent(engine, entry.agent_id).live == entry.remaining
-    compact_store(engine._store, now, None, CompactionCursor(), compactor)
+    compact_store(store(engine), now, None, CompactionCursor(), compactor)
     engine._check()
-    for am in engine._store:
+    for am in store(engine):
         assert {} == compactor.over_cap(am)
         assert am.ring.live <= 15
 
@@ -520,11 +520,11 @@ def test_qg6_memory_plateaus_under_retention_and_compaction() -> None:
                 for j in range(per_tick)
             ], now=now)
             total += per_tick
-        out = compact_store(engine._store, now, budget, cursor, compactor)
-        assert out.used_units <= budget + max(am.hi for am in engine._store) + REMOVAL_COST_UNITS
-        live = sum(am.live for am in engine._store)
+        out = compact_store(store(engine), now, budget, cursor, compactor)
+        assert out.used_units <= budget + max(am.hi for am in store(engine)) + REMOVAL_COST_UNITS
+        live = sum(am.live for am in store(engine))
         peaks.append(live)
-        for am in engine._store:
+        for am in store(engine):
             assert am.ring.live <= episodic_max
             for layer, cap in caps.items():
                 worst_excess = max(worst_excess, int(am.layer_counts[layer.code]) - cap)
@@ -534,6 +534,6 @@ def test_qg6_memory_plateaus_under_retention_and_compaction() -> None:
     assert worst_excess <= per_tick  # never more than one tick's ingest behind
     assert max(peaks) <= ceiling
     assert {ceiling} == set(peaks[len(peaks) // 2:])  # flat for the last days
-    for am in engine._store:
+    for am in store(engine):
         for layer, cap in caps.items():
             assert int(am.layer_counts[layer.code]) <= cap

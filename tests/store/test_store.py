@@ -69,7 +69,7 @@ def test_slots_are_reused_so_columns_stay_bounded() -> None:
     engine = MemoryEngine(MemoryConfig(episodic_max=10))
     for i in range(5_000):
         engine.ingest("a", f"e{i}", importance=0.5, now=i)
-    am = engine._store.get("a")
+    am = engine._state.store.get("a")
     assert am is not None
     assert am.hi <= 10
     assert am.capacity <= 64

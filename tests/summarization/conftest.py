@@ -43,7 +43,7 @@ def build() -> Build:
         engine = MemoryEngine(config(**overrides), embedder=None)
         for item in items:
             engine.ingest(agent, **item)
-        am = engine._store.get(agent)
+        am = engine._state.store.get(agent)
         assert am is not None
         return engine, am
 

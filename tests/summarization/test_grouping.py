@@ -72,8 +72,8 @@ def test_result_does_not_depend_on_input_order_and_partitions_the_input(seed: in
 
 
 def test_memory_records_are_accepted_too(build: Any, town: Any) -> None:
-    _, am = build(town(8))
-    records = [r for r in am.records if r is not None]
+    engine, am = build(town(8))
+    records = engine.records(am.agent_id)
     groups = group_batches(records, batch_size=10, gap_ms=0)
     assert [[r.id for r in g] for g in groups] == [
         [f"npc:{k:010d}" for k in ks] for ks in ([0, 2, 4, 6], [1, 5], [3, 7])]

@@ -56,8 +56,8 @@ def test_heuristic_summary_is_bounded() -> None:
 
 
 def test_heuristic_summary_of_memory_records(build: Any, town: Any) -> None:
-    _, am = build(town(8))
-    records = [r for r in am.records if r is not None]
+    engine, am = build(town(8))
+    records = engine.records(am.agent_id)
     text = heuristic_summary(records)
     assert text.startswith("8 events from t=0 to t=7000. Involving Bram (2), Lysa (2), ")
     assert "Old Tom (2)" in text and "trade (4)" in text

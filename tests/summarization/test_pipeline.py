@@ -8,8 +8,10 @@ import pytest
 
 from f09_memory import MemoryConfig
 from f09_memory.errors import ErrorCode, MemoryEngineError, SummaryFailedError, SummaryLockedError
+from f09_memory.protocols import LLMClient
 from f09_memory.schema import MemoryLayer, TaskStatus
 from f09_memory.summarization import Summarizer, SummaryOutcome
+from f09_memory.summarization.service import ask_llm
 from f09_memory.testing.doubles import FailingLLM, ScriptedLLM
 
 NOW = 100_000
@@ -17,6 +19,19 @@ EMAIL = "alice.w@example.org"
 CARD = "1234567812345678"
 GOOD = ("Bram, Old Tom, Lysa and Mira met at the well to talk about the harvest.\n"
         "- trade, market and combat were discussed with Bram and Old Tom.")
+
+
+def run_llm(s: Summarizer, llm: LLMClient, now: int) -> list[SummaryOutcome]:
+    """Phase 2 for every queued task, the way the engine's service runs it."""
+    cfg = s.config
+    out = []
+    for task in s.poll(now):
+        reply, error = ask_llm(llm, task, s.system_prompt,
+                               temperature=cfg.summarization_temperature,
+                               max_tokens=cfg.summarization_max_tokens)
+        out.append(s.complete(task.id, reply) if error is None
+                   else s.complete_after_error(task.id, error))
+    return out
 
 
 @pytest.fixture
@@ -43,13 +58,13 @@ def state_of(s: Summarizer) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ privacy (QG5)
 def test_pii_in_the_store_never_reaches_the_llm(setup: Any) -> None:
-    _, am, s = setup()
-    raw = [r.content for r in am.records if r is not None]
+    engine, am, s = setup()
+    raw = [r.content for r in engine.records(am.agent_id)]
     assert any(EMAIL in c and CARD in c for c in raw)  # redaction mode OFF: raw in store
     task = s.schedule(am, NOW)
     assert task is not None and 10 == len(task.source_ids)
     llm = ScriptedLLM([GOOD])
-    (outcome,) = s.run_sync(llm, NOW)
+    (outcome,) = run_llm(s, llm, NOW)
     sent = llm.calls[0]
     text = f"{sent['prompt']}{sent['system']}"
     assert EMAIL not in text and CARD not in text and "<REDACT:sha256-" in text
@@ -78,7 +93,7 @@ def test_store_redacted_at_ingest_still_gives_a_redacted_prompt(
 def test_pii_echoed_by_the_llm_or_in_a_reason_is_redacted(setup: Any) -> None:
     _, am, s = setup()
     assert s.schedule(am, NOW) is not None
-    (outcome,) = s.run_sync(ScriptedLLM([GOOD + f" Contact {EMAIL}."]), NOW)
+    (outcome,) = run_llm(s, ScriptedLLM([GOOD + f" Contact {EMAIL}."]), NOW)
     assert "llm" == outcome.path and EMAIL not in (outcome.summary_text or "")
     task = s.schedule(am, NOW + 10_000)
     assert task is not None
@@ -95,7 +110,7 @@ def test_heuristic_fallback_text_is_redacted(setup: Any) -> None:
 
 
 # ------------------------------------------------------------------ happy path
-def test_run_sync_completes_with_the_llm_text(setup: Any) -> None:
+def test_the_llm_text_completes_the_task(setup: Any) -> None:
     engine, am, s = setup()
     task = s.schedule(am, NOW)
     assert task is not None
@@ -103,7 +118,7 @@ def test_run_sync_completes_with_the_llm_text(setup: Any) -> None:
         task.id, task.agent_id, task.target_layer, task.status, task.created_at)
     assert [f"npc:{k:010d}" for k in range(10)] == task.source_ids
     llm = ScriptedLLM([GOOD])
-    (outcome,) = s.run_sync(llm, NOW)
+    (outcome,) = run_llm(s, llm, NOW)
     cfg = engine.config
     assert {"system": s.system_prompt, "temperature": cfg.summarization_temperature,
             "max_tokens": cfg.summarization_max_tokens, "prompt": task.prompt} == llm.calls[0]
@@ -150,7 +165,7 @@ def test_llm_exception_falls_back_to_the_heuristic_and_never_raises(
     _, am, s = setup()
     s.schedule(am, NOW)
     llm = FailingLLM(error)
-    (outcome,) = s.run_sync(llm, NOW)
+    (outcome,) = run_llm(s, llm, NOW)
     assert 1 == llm.calls
     assert ("heuristic", True) == (outcome.path, outcome.used_fallback)
     assert outcome.reason is not None and type(error).__name__ in outcome.reason
@@ -172,7 +187,7 @@ def test_llm_exception_falls_back_to_the_heuristic_and_never_raises(
 def test_garbage_or_low_coverage_reply_falls_back(setup: Any, reply: str, why: str) -> None:
     _, am, s = setup()
     s.schedule(am, NOW)
-    (outcome,) = s.run_sync(ScriptedLLM([reply]), NOW)
+    (outcome,) = run_llm(s, ScriptedLLM([reply]), NOW)
     assert ("heuristic", True, why) == (outcome.path, outcome.used_fallback, outcome.reason)
     assert outcome.summary_text and 1.0 == outcome.coverage
 
@@ -183,7 +198,7 @@ def test_non_text_reply_falls_back(setup: Any, reply: object) -> None:
     s.schedule(am, NOW)
     llm = ScriptedLLM(["x"])
     llm.replies = [reply]  # type: ignore[list-item]
-    (outcome,) = s.run_sync(llm, NOW)
+    (outcome,) = run_llm(s, llm, NOW)
     assert "heuristic" == outcome.path and outcome.reason and outcome.reason.startswith("garbage")
 
 
@@ -198,7 +213,7 @@ def test_complete_with_none_falls_back(setup: Any) -> None:
 def test_min_coverage_is_configurable(setup: Any) -> None:
     _, am, s = setup(summarization_min_coverage=0.0)
     s.schedule(am, NOW)
-    (outcome,) = s.run_sync(ScriptedLLM(["The weather was nice all day long."]), NOW)
+    (outcome,) = run_llm(s, ScriptedLLM(["The weather was nice all day long."]), NOW)
     assert "llm" == outcome.path and 0.0 == outcome.coverage
 
 
@@ -333,7 +348,6 @@ def test_unknown_or_finished_task_ids_raise_summary_failed(setup: Any) -> None:
     (lambda s, am, t: s.schedule(am, NOW, mode="turbo"), "mode"),
     (lambda s, am, t: s.schedule("npc", NOW), "am"),
     (lambda s, am, t: s.poll(-5), "now"),
-    (lambda s, am, t: s.run_sync(object(), NOW), "llm"),
 ])
 def test_malformed_arguments_raise_input_invalid_and_change_nothing(
     setup: Any, call: Callable[..., Any], field: str
@@ -364,10 +378,10 @@ def run_scenario(setup: Any) -> tuple[list[Any], list[dict[str, Any]], dict[str,
     engine, am, s = setup(summarization_min_interval_ms=0, summarization_batch_size=4)
     for i in range(8):
         engine.ingest("npc2", f"Saw Bram at gate {i}.", importance=0.1, now=i * 10)
-    am2 = engine._store.get("npc2")
+    am2 = engine._state.store.get("npc2")
     tasks = [s.schedule(am, NOW), s.schedule(am2, NOW)]
     llm = ScriptedLLM([GOOD, "", GOOD])
-    outcomes = [o.to_state() for o in s.run_sync(llm, NOW)]
+    outcomes = [o.to_state() for o in run_llm(s, llm, NOW)]
     tasks.append(s.schedule(am, NOW + 1, mode="heuristic"))
     outcomes += [o.to_state() for o in s.collect()]
     return ([(t.id, t.prompt) for t in tasks if t is not None] + [llm.calls], outcomes,
@@ -397,7 +411,7 @@ def test_state_round_trip_with_a_pending_task(setup: Any, redact: Any) -> None:
     task = s.schedule(am, NOW)
     assert task is not None
     s.poll(NOW)
-    s.schedule(engine._store.get("npc"), NOW, mode="skip")  # locked: nothing
+    s.schedule(engine._state.store.get("npc"), NOW, mode="skip")  # locked: nothing
     restored = Summarizer(engine.config, redact=redact)
     restored.set_state(state_of(s))
     restored._check()

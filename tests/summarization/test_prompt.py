@@ -98,8 +98,8 @@ def test_content_cannot_inject_placeholders_or_prompt_structure() -> None:
 
 
 def test_prompt_is_built_from_content_tags_and_times_only(build: Any, town: Any) -> None:
-    _, am = build(town(6), agent="secret-agent-42")
-    records = [r for r in am.records if r is not None]
+    engine, am = build(town(6), agent="secret-agent-42")
+    records = engine.records(am.agent_id)
     p = build_summary_prompt(group_batches(records, batch_size=10, gap_ms=0),
                              redact=lambda s: s)
     assert "secret-agent-42" not in p.user + p.system
@@ -111,8 +111,8 @@ def test_same_sources_give_the_same_prompt_byte_for_byte(build: Any, town: Any,
                                                          redact: Callable[[str], str]) -> None:
     prompts = []
     for _ in range(2):
-        _, am = build(town(12))
-        records = [r for r in am.records if r is not None]
+        engine, am = build(town(12))
+        records = engine.records(am.agent_id)
         prompts.append(build_summary_prompt(group_batches(records, batch_size=5, gap_ms=10),
                                             redact=redact))
     assert prompts[0] == prompts[1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from f09_memory import (
     ErrorCode,
     MemoryConfig,
@@ -18,7 +20,8 @@ from f09_memory.bus import RecordCreated
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
 rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
                                   now=1_000)
-recs: list[MemoryRecord] = engine.ingest_many("npc-1", [{"content": "x"}, "y"], now=1_000)
+recs: Sequence[MemoryRecord] = engine.ingest_many("npc-1", [{"content": "x"}, "y"], now=1_000)
+ids: list[str] = engine.ingest_many("npc-2", ["z"], now=1_000).ids
 bundle: RetrievedBundle = engine.retrieve(
     RetrievalRequest(agent_id="npc-1", purpose="dialog", max_tokens=400), now=2_000)
 bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",

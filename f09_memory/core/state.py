@@ -1,0 +1,63 @@
+"""EngineState: everything an engine remembers, in one explicit object.
+
+The facade and its services share it; persistence reads and writes it through
+``persistence.state.get_state`` / ``set_state`` (never the facade's attributes), and the
+state hash is computed from it (``core.digest``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from f09_memory.config.config import MemoryConfig
+from f09_memory.importance.heuristic import Vocabulary
+from f09_memory.retention.compaction import CompactionCursor
+from f09_memory.schema.enums import PressureState
+from f09_memory.store.store import MemoryStore
+
+__all__ = ["EngineState"]
+
+
+@dataclass
+class EngineState:
+    """The engine's state besides its services' own (summarizer tasks, vectors' provider).
+
+    Attributes:
+        config: The settings (immutable).
+        seed: The engine seed.
+        store: Every agent's columns.
+        clock: The logical time of the last ``tick``.
+        pressure: The pressure state in force.
+        tick_cursor: Index into the sorted agent list where the next maintenance slice
+            starts.
+        compaction: Where the next compaction slice resumes.
+        vocabularies: Each agent's novelty vocabulary (importance heuristic).
+    """
+
+    config: MemoryConfig
+    seed: int
+    store: MemoryStore
+    clock: int = 0
+    pressure: PressureState = PressureState.NORMAL
+    tick_cursor: int = 0
+    compaction: CompactionCursor = field(default_factory=CompactionCursor)
+    vocabularies: dict[str, Vocabulary] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, config: MemoryConfig, seed: int) -> EngineState:
+        """An empty state for ``config`` and ``seed``."""
+        return cls(config, seed, MemoryStore(config.episodic_max))
+
+    def vocabulary(self, agent_id: str) -> Vocabulary:
+        """The agent's vocabulary, created empty on first use."""
+        vocab = self.vocabularies.get(agent_id)
+        if vocab is None:
+            vocab = self.vocabularies[agent_id] = Vocabulary(
+                self.config.importance.novelty_vocab_max)
+        return vocab
+
+    def _check(self) -> None:
+        """Assert the store's invariants and that every agent has a vocabulary."""
+        self.store._check()
+        for am in self.store:
+            assert am.agent_id in self.vocabularies
