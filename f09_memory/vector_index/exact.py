@@ -7,10 +7,12 @@ row moves into the hole), so live rows always stay contiguous.
 
 Determinism: the results are exact, so they depend only on the live (key, vector) pairs, never
 on insertion history. Ordering is by quantized similarity descending, then key ascending
-(:func:`~f09_memory.vector_index.ordering.rank_top_k`). Similarities are float32 dot products
-computed by the BLAS numpy links against: on one build and CPU they are bit-identical run to
-run; across CPUs they can differ in the last float32 bit (~1e-7), which a quantum coarser than
-that (e.g. ``10**6``) absorbs, while the default ``10**9`` only breaks exact ties by key.
+(:func:`~f09_memory.vector_index.ordering.rank_top_k`). Similarities are float32 dot products,
+one per row, computed by :func:`~f09_memory.vector_index.kernels.similarities` on the calling
+thread (never BLAS worker threads): on one build and CPU they are bit-identical run to run, and
+the same whether ``allowed`` gathers rows or scans them all; across CPUs and BLAS builds they
+can differ in the last float32 bit (~1e-7), which a quantum coarser than that (e.g. ``10**6``)
+absorbs, while the default ``10**9`` only breaks exact ties by key.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from numpy.typing import NDArray
 
 from f09_memory.errors import ConfigInvalidError, InputInvalidError, RecordNotFoundError
 from f09_memory.vector_index.checks import as_keys, as_query, as_vectors, check_k
+from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.ordering import DEFAULT_QUANTUM, check_quantum, rank_top_k
 
 __all__ = ["ExactIndex"]
@@ -222,20 +225,20 @@ class ExactIndex:
         size = self._size
         if allowed is None:
             cand_keys = self._keys[:size]
-            sims = self._vectors[:size] @ q
+            sims = similarities(self._vectors[:size], q)
         else:
             allow = as_keys(allowed)
             if allow.shape[0] * _GATHER_FRACTION < size:
                 rows = self._rows
                 distinct = dict.fromkeys(allow.tolist())
                 picked = [r for r in map(rows.get, distinct) if r is not None]
-                sel = np.asarray(picked, dtype=np.int64)
+                sel = np.asarray(picked, dtype=np.intp)
                 cand_keys = self._keys[sel]
-                sims = self._vectors[sel] @ q
+                sims = similarities(self._vectors, q, sel)
             else:
                 sel = np.flatnonzero(np.isin(self._keys[:size], allow))
                 cand_keys = self._keys[sel]
-                sims = (self._vectors[:size] @ q)[sel]
+                sims = similarities(self._vectors[:size], q)[sel]
         return rank_top_k(cand_keys, sims, top, self._quantum)
 
     def vectors_for(self, keys: NDArray[np.int64]) -> NDArray[np.float32]:

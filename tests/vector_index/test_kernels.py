@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from f09_memory.errors import ErrorCode, InputInvalidError
+from f09_memory.vector_index import ExactIndex
 from f09_memory.vector_index.kernels import similarities
 
 SHAPES = [(0, 384), (1, 384), (2, 3), (7, 1), (513, 64), (2_000, 384)]
@@ -113,6 +114,20 @@ def test_out_of_range_rows_raise_input_invalid() -> None:
     matrix, q = _data(4, 3, seed=1)
     with pytest.raises(InputInvalidError, match="index the matrix's 4 rows"):
         similarities(matrix, q, np.array([0, 4], dtype=np.intp))
+
+
+def test_exact_index_scores_the_same_whether_allowed_gathers_or_scans() -> None:
+    matrix, q = _data(400, 32, seed=12)
+    keys = np.arange(400, dtype=np.int64) * 3 + 1
+    index = ExactIndex(32)
+    index.add(keys, matrix)
+    few = keys[::10]  # 40 < 400 / 4: gathered row by row
+    many = keys[::2]  # 200 >= 400 / 4: one scan then a selection
+    few_keys, few_sims = index.search(q, 40, allowed=few)
+    many_keys, many_sims = index.search(q, 200, allowed=many)
+    assert set(few_keys.tolist()) <= set(many_keys.tolist())
+    by_key = dict(zip(many_keys.tolist(), many_sims.tolist(), strict=True))
+    assert [by_key[k] for k in few_keys.tolist()] == few_sims.tolist()
 
 
 _WORKER_TICKS = """
