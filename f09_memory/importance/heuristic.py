@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
+import zlib
 
 from f09_memory.config.config import ImportanceSettings
 
@@ -15,8 +15,8 @@ _MASK64 = (1 << 64) - 1
 
 
 def _word_digest(word: str) -> int:
-    return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"),
-                                          digest_size=8).digest(), "little")
+    raw = word.encode("utf-8", "surrogatepass")
+    return zlib.crc32(raw) | (zlib.crc32(raw, 0x9E3779B9) << 32)
 
 
 class Vocabulary:

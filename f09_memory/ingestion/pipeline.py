@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.config import MemoryConfig
@@ -60,8 +59,7 @@ def validate_agent_id(agent_id: object) -> str:
     return agent_id
 
 
-@dataclass(frozen=True, slots=True)
-class PendingRecord:
+class PendingRecord(NamedTuple):
     """A validated ingest input, not yet redacted or stored."""
 
     content: str
@@ -147,8 +145,8 @@ def validate_mapping(item: object) -> PendingRecord:
     if not isinstance(item, Mapping):
         raise _bad("item", f"is {type(item).__name__}",
                    "pass a mapping such as {'content': ..., 'importance': ...} or a string")
-    unknown = sorted(str(k) for k in item if k not in ITEM_FIELDS)
-    if unknown:
+    if not ITEM_FIELDS.issuperset(item):
+        unknown = sorted(str(k)[:40] for k in item if k not in ITEM_FIELDS)
         raise _bad("item", f"has unknown keys {unknown}", f"use only {sorted(ITEM_FIELDS)}")
     if "content" not in item:
         raise _bad("content", "is missing", "every item needs 'content'")

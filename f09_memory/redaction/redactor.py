@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from f09_memory.redaction.patterns import BUILTIN_PATTERNS, CompiledPattern, compile_patterns
+from f09_memory.redaction.patterns import CompiledPattern, compile_patterns
 
 __all__ = ["PLACEHOLDER_PREFIX", "Redactor"]
 
 PLACEHOLDER_PREFIX = "<REDACT:sha256-"
+_DIGIT_RUN = re.compile(r"\d[\d \-]{14,}\d")  # 16+ digits with single separators sit in one
+
+
+def _has_at(text: str) -> bool:
+    return "@" in text
+
+
+def _has_dash(text: str) -> bool:
+    return "-" in text
+
+
+def _has_digit_run(text: str) -> bool:
+    return _DIGIT_RUN.search(text) is not None
 
 
 class Redactor:
@@ -28,9 +41,10 @@ class Redactor:
         self.enabled = enabled
         self._salt = salt.encode("utf-8")
         self._compiled: tuple[CompiledPattern, ...] = compile_patterns(patterns)
-        # Every built-in match contains one of these characters: text without any of them
-        # skips the built-in patterns after one cheap scan. Custom patterns always run.
-        self._builtin_gate = re.compile(r"[@\-0-9]")
+        # A cheap necessary condition per built-in (a character it must contain, or a run
+        # it must sit in), checked before its regex. Custom patterns always run.
+        self._gates: dict[str, Callable[[str], bool]] = {
+            "EMAIL": _has_at, "UUID": _has_dash, "NUMSEQ16": _has_digit_run}
         self.counts: dict[str, int] = {label: 0 for label, _ in self._compiled}
 
     @property
@@ -50,9 +64,10 @@ class Redactor:
         if not self.enabled or not text:
             return text, ()
         hits: list[str] = []
-        gate_open = self._builtin_gate.search(text) is not None
+        gates = self._gates
         for label, pattern in self._compiled:
-            if (label in BUILTIN_PATTERNS and not gate_open) or pattern.search(text) is None:
+            gate = gates.get(label)
+            if (gate is not None and not gate(text)) or pattern.search(text) is None:
                 continue
             text, n = pattern.subn(self._placeholder, text)
             if n:

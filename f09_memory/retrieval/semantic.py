@@ -38,6 +38,7 @@ from f09_memory.store.agent import AgentMemory, record_id
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
+from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.select import make_index
 
 __all__ = ["NO_QUERY", "SemanticMemory"]
@@ -281,9 +282,9 @@ class SemanticMemory:
         if slots.shape[0] > self.config.semantic_preselect_threshold and am.index is not None:
             slots = self._preselect(am, slots, q)
         if slots.shape[0] * 4 < am.hi:  # few rows: gather them
-            sims = (am.vectors[slots] @ q).astype(np.float64)
+            sims = similarities(am.vectors, q, slots)
         else:  # most rows: one contiguous product beats copying the rows out
-            sims = (am.vectors[: am.hi] @ q).astype(np.float64)[slots]
+            sims = similarities(am.vectors[: am.hi], q)[slots]
         sims[~am.embedded[slots]] = 0.0
         np.clip(sims, 0.0, 1.0, out=sims)
         return SemanticTerm(sims, None), slots

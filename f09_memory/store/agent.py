@@ -325,7 +325,7 @@ class AgentMemory:
         return result
 
     # ------------------------------------------------------------------ writing
-    def _take_slots(self, n: int) -> NDArray[np.intp]:
+    def _take_slots(self, n: int) -> list[int]:
         slots: list[int] = []
         while self.free and len(slots) < n:
             slots.append(self.free.pop())
@@ -334,7 +334,7 @@ class AgentMemory:
             self.ensure_capacity(self.hi + rest)
             slots.extend(range(self.hi, self.hi + rest))
             self.hi += rest
-        return np.asarray(slots, dtype=np.intp)
+        return slots
 
     def add_batch(self, new: NewRecords) -> tuple[NDArray[np.intp], list[list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
@@ -361,27 +361,41 @@ class AgentMemory:
                 evicted[i].append(self.remove(ring.oldest()))
                 taken += 1
             j += 1
-        slots = self._take_slots(n)
-        self.key[slots] = new.keys
-        self.layer[slots] = new.layer
-        self.importance[slots] = new.importance
-        self.flagged[slots] = new.flagged
-        self.created[slots] = new.created
-        self.anchor[slots] = new.anchor
-        self.tokens[slots] = new.tokens
-        self.deadline[slots] = new.deadline
-        self.alive[slots] = True
-        self.status[slots] = new.status
-        self.redacted[slots] = new.redacted
-        self.tagset[slots] = new.tagset
-        self.embedded[slots] = False
-        self.hashed[slots] = False
-        self.rev[slots] = np.arange(self.next_rev, self.next_rev + n, dtype=np.int64)
+        slot_list = self._take_slots(n)
+        rev = self.next_rev
         self.next_rev += n
+        columns = (
+            (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
+            (self.flagged, new.flagged), (self.created, new.created), (self.anchor, new.anchor),
+            (self.tokens, new.tokens), (self.deadline, new.deadline),
+            (self.status, new.status), (self.redacted, new.redacted),
+            (self.tagset, new.tagset),
+        )
+        if n <= 4:  # scalar stores beat fancy indexing for a few records
+            alive, embedded, hashed, revs = self.alive, self.embedded, self.hashed, self.rev
+            counts = self.layer_counts
+            for i, slot in enumerate(slot_list):
+                for column, values in columns:
+                    column[slot] = values[i]
+                alive[slot] = True
+                embedded[slot] = False
+                hashed[slot] = False
+                revs[slot] = rev + i
+                counts[new.layer[i]] += 1
+            slots = np.asarray(slot_list, dtype=np.intp)
+        else:
+            slots = np.asarray(slot_list, dtype=np.intp)
+            for column, values in columns:
+                column[slots] = values
+            self.alive[slots] = True
+            self.embedded[slots] = False
+            self.hashed[slots] = False
+            self.rev[slots] = np.arange(rev, rev + n, dtype=np.int64)
+            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
+                                             minlength=_N_LAYERS)
         self.dirty = True
         content = self.content
         slot_of = self.slot_of
-        slot_list = slots.tolist()
         for i, slot in enumerate(slot_list):
             content[slot] = new.content[i]
             slot_of[new.keys[i]] = slot
@@ -391,8 +405,6 @@ class AgentMemory:
             key = new.keys[i]
             self.extras[key] = extra
             self._index_claim(key, extra, new.status[i])
-        self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
-                                         minlength=_N_LAYERS)
         if n:
             self.min_deadline = min(self.min_deadline, min(new.deadline))
         for i, code in enumerate(new.layer):

@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from f09_memory.errors import ConfigInvalidError, InputInvalidError, RecordNotFoundError
 from f09_memory.vector_index.checks import as_keys, as_query, as_vectors, check_k
+from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.ordering import DEFAULT_QUANTUM, check_quantum, rank_top_k
 
 __all__ = ["HnswIndex"]
@@ -240,7 +241,7 @@ class HnswIndex:
             return rank_top_k(np.zeros(0, np.int64), np.zeros(0, np.float32), k, self._quantum)
         vectors = np.asarray(self._index.get_items(candidates), dtype=np.float32)
         keys = np.asarray(candidates, dtype=np.int64)
-        return rank_top_k(keys, vectors @ q, k, self._quantum)
+        return rank_top_k(keys, similarities(vectors, q), k, self._quantum)
 
     def search(
         self,
