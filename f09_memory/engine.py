@@ -142,7 +142,7 @@ class MemoryEngine(Journaled):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
         self._semantic = SemanticMemory(config, self.bus, embedder, seed)
         self._reader = RecordReader(self._state.store, lambda: self._semantic.version)
-        self._retriever = Retriever(config, self.bus, self.counter, self._reader.build)
+        self._retriever = Retriever(config, self.bus, self.counter, self._reader.build_many)
         self._ingestor = Ingestor(config, self.counter)
         self._writer = Writer(self._state, self.bus, self._ingestor, self._semantic,
                               self._reader)
@@ -386,7 +386,7 @@ class MemoryEngine(Journaled):
             TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
             InputInvalidError: A malformed request.
         """
-        req = RetrievalRequest.parse(request)
+        req = self._prepare(RetrievalRequest.parse(request))
         t = self._time(now)
         pressure = req.pressure_state or self._state.pressure
         semantic = self._semantic
@@ -404,12 +404,30 @@ class MemoryEngine(Journaled):
                          bundle.total_tokens)
         return bundle
 
+    def _prepare(self, request: RetrievalRequest) -> RetrievalRequest:
+        """Redact a request's tag and attribute filters like stored records were."""
+        if not (request.tags_any or request.tags_all or request.attributes):
+            return request
+        redact = self._ingestor.redactor.redact_text
+        update: dict[str, Any] = {}
+        if request.tags_any:
+            update["tags_any"] = tuple(redact(t) for t in request.tags_any)
+        if request.tags_all:
+            update["tags_all"] = tuple(redact(t) for t in request.tags_all)
+        if request.attributes:
+            update["attributes"] = {k: redact(v) if isinstance(v, str) else v
+                                    for k, v in request.attributes.items()}
+        return request.model_copy(update=update)
+
     def retrieve_many(
         self, requests: Iterable[RetrievalRequest | Mapping[str, Any]], *, now: int | None = None
     ) -> list[RetrievedBundle]:
-        """Serve a whole tick of agents: one bundle per request, in request order.
+        """Serve a whole frame of agents: one bundle per request, in request order.
 
-        All requests are validated first; a bad one raises before any is served.
+        The bundles are those :meth:`retrieve` would give one by one, computed in shared
+        numpy passes over all the agents (one candidate mask and one scoring pass for the
+        frame). All requests are validated first; a bad one raises before any is served.
+        Query texts are embedded (and cached) per distinct text.
 
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
@@ -418,11 +436,15 @@ class MemoryEngine(Journaled):
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InputInvalidError("requests must be a list of RetrievalRequest",
                                     details={"field": "requests"})
-        reqs = [RetrievalRequest.parse(r) for r in requests]
+        reqs = [self._prepare(RetrievalRequest.parse(r)) for r in requests]
+        jobs = []
+        store = self._state.store
         for r in reqs:
-            self._retriever.budget_for(r, r.pressure_state or self._state.pressure)
+            pressure = r.pressure_state or self._state.pressure
+            self._retriever.budget_for(r, pressure)
+            jobs.append((store.get(r.agent_id), r, pressure))
         t = self._time(now)
-        return [self.retrieve(r, now=t) for r in reqs]
+        return self._retriever.retrieve_many(jobs, t, self._semantic.term)
 
     @property
     def embedder(self) -> EmbeddingProvider | None:
@@ -441,6 +463,7 @@ class MemoryEngine(Journaled):
         """
         if self._semantic.set_provider(embedder) or not self._semantic.available:
             self._semantic.invalidate(self._state.store)
+        self._reader.clear()
 
     # ------------------------------------------------------------------ maintenance
     def summarize_pending(self, llm: LLMClient, *, now: int | None = None) -> list[SummaryOutcome]:

@@ -1,10 +1,11 @@
 """RecordReader: ``MemoryRecord`` objects built from columns at the boundary.
 
 The store keeps no object per record; ``get``, ``records``, ``recent`` and bundles build
-one for each record they return. Built objects are cached by ``(agent, key, rev)`` in a
-small bounded cache (a record's ``rev`` changes with every change of the record), so an
-agent that recalls the same memories every frame does not rebuild them. The cache holds at
-most ``capacity`` objects and is cleared when full; it never changes what is returned.
+one for each record they return. Built objects are cached per agent by the record's
+``rev`` (unique within the agent, and changed by every change of the record), so an agent
+that recalls the same memories every frame does not rebuild them. The cache holds at most
+``capacity`` objects and is cleared when full (or when the embedder changes); it never
+changes what is returned.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from f09_memory.store.store import MemoryStore, split_record_id
 __all__ = ["IngestedRecords", "RecordReader"]
 
 _EMPTY_META = RecordMetadata()
-_CacheKey = tuple[str, int, int, str | None]
 
 
 class RecordReader:
@@ -39,36 +39,42 @@ class RecordReader:
     """
 
     def __init__(self, store: MemoryStore, version: Callable[[], str | None],
-                 capacity: int = 8192) -> None:
+                 capacity: int = 65_536) -> None:
         self.store = store
         self._version = version
         self._capacity = capacity
-        self._cache: dict[_CacheKey, MemoryRecord] = {}
+        self._cache: dict[str, dict[int, MemoryRecord]] = {}
+        self._cached = 0
 
     def clear(self) -> None:
-        """Drop every cached object (after the store was replaced)."""
+        """Drop every cached object (the embedder changed, or the store was replaced)."""
         self._cache.clear()
+        self._cached = 0
+
+    def _agent_cache(self, agent_id: str) -> dict[int, MemoryRecord]:
+        if self._cached >= self._capacity:
+            self.clear()
+        cache = self._cache.get(agent_id)
+        if cache is None:
+            cache = self._cache[agent_id] = {}
+        return cache
 
     def build(self, am: AgentMemory, slot: int) -> MemoryRecord:
         """The record in ``slot`` of ``am`` as a ``MemoryRecord``. O(1)."""
-        key = int(am.key[slot])
-        embedded = bool(am.embedded[slot])
-        version = self._version() if embedded else None
-        ck = (am.agent_id, key, int(am.rev[slot]), version)
-        hit = self._cache.get(ck)
-        if hit is not None:
-            return hit
-        record = self._make(am, slot, key, version)
-        cache = self._cache
-        if len(cache) >= self._capacity:
-            cache.clear()
-        cache[ck] = record
-        return record
+        cache = self._agent_cache(am.agent_id)
+        rev = am.rev.item(slot)
+        hit = cache.get(rev)
+        if hit is None:
+            key = am.key.item(slot)
+            hit = cache[rev] = self._make(
+                am, slot, key, self._version() if am.embedded.item(slot) else None)
+            self._cached += 1
+        return hit
 
     @staticmethod
     def _make(am: AgentMemory, slot: int, key: int, version: str | None) -> MemoryRecord:
-        tags = am.tags.get(int(am.tagset[slot]))
-        flagged = bool(am.flagged[slot])
+        tags = am.tags.get(am.tagset.item(slot))
+        flagged = am.flagged.item(slot)
         source = am.source_event.get(key)
         extra = am.extras.get(key)
         if extra is None and not tags and not flagged and source is None:
@@ -86,28 +92,39 @@ class RecordReader:
             })
         content = am.content[slot]
         assert content is not None
-        created = int(am.created[slot])
-        deadline = int(am.deadline[slot])
+        created = am.created.item(slot)
+        deadline = am.deadline.item(slot)
         return trusted(MemoryRecord, {
-            "id": am.id_of(key),
-            "layer": LAYERS_BY_CODE[int(am.layer[slot])],
+            "id": f"{am.agent_id}:{key:010d}",
+            "layer": LAYERS_BY_CODE[am.layer.item(slot)],
             "agent_id": am.agent_id,
             "created_at": created,
-            "importance": float(am.importance[slot]),
-            "recency_anchor": int(am.anchor[slot]),
+            "importance": am.importance.item(slot),
+            "recency_anchor": am.anchor.item(slot),
             "ttl": None if deadline == NO_DEADLINE else deadline - created,
             "embedding_ref": version,
-            "tokens_estimate": int(am.tokens[slot]),
+            "tokens_estimate": am.tokens.item(slot),
             "content": content,
             "metadata": meta,
-            "redacted": bool(am.redacted[slot]),
+            "redacted": am.redacted.item(slot),
             "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         })
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
-        """The records in ``slots``, in that order."""
-        build = self.build
-        return [build(am, s) for s in slots.tolist()]
+        """The records in ``slots``, in that order (cached ones are not rebuilt)."""
+        cache = self._agent_cache(am.agent_id)
+        revs = am.rev[slots].tolist()
+        out = [cache.get(r) for r in revs]
+        if any(r is None for r in out):
+            version = self._version()
+            for i, slot in enumerate(slots.tolist()):
+                if out[i] is None:
+                    key = am.key.item(slot)
+                    record = self._make(am, slot, key,
+                                        version if am.embedded.item(slot) else None)
+                    cache[revs[i]] = out[i] = record
+                    self._cached += 1
+        return out  # type: ignore[return-value]
 
     def locate(self, record_id: object) -> tuple[AgentMemory, int] | None:
         """``(agent memory, slot)`` of the live record ``record_id``, or ``None``."""

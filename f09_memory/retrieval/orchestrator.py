@@ -1,37 +1,47 @@
-"""The retrieval orchestrator (spec section 9).
+"""The retrieval orchestrator (spec section 9), for one agent or a whole crowd per frame.
 
-1. candidates: the agent's live records with an unexpired TTL in a layer the purpose reads;
+1. candidates: the agent's live records with an unexpired TTL in a layer the purpose reads
+   (or the request's ``layers``), with an allowed status, passing the request's filters;
 2. hybrid score of each candidate (``scoring``);
 3. stable order: quantized score descending, then id ascending;
-4. sequential packing under the token budget (``packing``);
+4. sequential packing under the token budget (``packing``), at most ``limit`` records;
 5. under a compressing pressure state, packed records are shortened (first sentence + tags,
    at most ``ceil(tokens * ratio)`` tokens each);
 6. ``memory:retrieval`` is emitted with the diagnostics.
+
+``retrieve_many`` does steps 1-3 for every request of a frame in shared numpy passes: the
+agents' columns are concatenated once, the candidate mask and the scores are computed over
+all of them with per-row weights, and only the packable prefix of each agent is ranked.
+Its bundles are identical to ``retrieve``'s, one by one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.bus import EngineBus, RetrievalPerformed
+from f09_memory.canonical import quantize
 from f09_memory.compression.strategies import compress_record, compressed_budgets
 from f09_memory.config.config import MemoryConfig
 from f09_memory.config.tables import PressureProfile
+from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
+from f09_memory.retrieval.filters import request_filter_mask, status_table
 from f09_memory.retrieval.ranking import rank_and_pack
 from f09_memory.retrieval.scoring import (
     SCORE_KEYS,
     ScoringContext,
     compute_scores,
     effective_weights,
-    quantize,
 )
+from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import (
@@ -40,9 +50,9 @@ from f09_memory.schema.retrieval import (
     RetrievedBundle,
     ScoreComponent,
 )
-from f09_memory.store.agent import CLAIM_STATUSES, AgentMemory
+from f09_memory.store.agent import AgentMemory
 
-__all__ = ["RecordBuilder", "Retriever", "SemanticScorer", "SemanticTerm"]
+__all__ = ["NO_BUDGET", "RecordsBuilder", "Retriever", "SemanticScorer", "SemanticTerm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +69,36 @@ SemanticScorer = Callable[
 """Returns the semantic term for an agent's candidate slots and the slots to score (the
 candidates themselves, or a preselected subset for large agents); wired by the engine."""
 
-RecordBuilder = Callable[[AgentMemory, int], MemoryRecord]
-"""Builds the record in a slot (``core.records.RecordReader.build``)."""
+RecordsBuilder = Callable[[AgentMemory, NDArray[np.intp]], list[MemoryRecord]]
+"""Builds the records in some slots (``core.records.RecordReader.build_many``)."""
+
+NO_BUDGET = 2**62
+"""The packing budget of a request with ``limit`` and no ``max_tokens``."""
 
 _NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
 _COMPRESSED_MAX = 8192
+_ALL_LAYERS = np.ones(len(LAYERS_BY_CODE), dtype=np.bool_)
+
+
+@dataclass(slots=True)
+class _Job:
+    """One request of a frame on its way through the crowd path."""
+
+    am: AgentMemory | None
+    request: RetrievalRequest
+    pressure: PressureState
+    budget: int
+    t0: float
+    term: SemanticTerm = _NO_SEMANTIC
+    candidates: int = 0
+    slots: NDArray[np.intp] | None = None
 
 
 class Retriever:
     """Builds bundles for one engine; caches weight vectors and layer tables per request kind."""
 
     def __init__(self, config: MemoryConfig, bus: EngineBus, counter: TokenCounter,
-                 build: RecordBuilder) -> None:
+                 build: RecordsBuilder) -> None:
         self.config = config
         self.bus = bus
         self.counter = counter
@@ -103,20 +131,36 @@ class Retriever:
     def budget_for(self, request: RetrievalRequest, pressure: PressureState) -> int:
         """The token budget granted for ``request`` under ``pressure``.
 
-        The request's budget clamped to ``max_context_tokens``, scaled by ``budget_scale``.
+        The request's budget clamped to ``max_context_tokens``, scaled by ``budget_scale``;
+        :data:`NO_BUDGET` for a request with ``limit`` and no ``max_tokens``.
 
         Raises:
-            TokenBudgetUndefinedError: The request has no positive ``max_tokens``.
+            TokenBudgetUndefinedError: The request has neither ``max_tokens`` nor ``limit``.
         """
         if request.max_tokens is None:
+            if request.limit is not None:
+                return NO_BUDGET
             raise TokenBudgetUndefinedError(
-                f"retrieval for agent {request.agent_id!r} has no token budget: set "
-                "RetrievalRequest.max_tokens to a positive integer (the model's context share)",
-                details={"agentId": request.agent_id},
+                f"retrieval for agent {request.agent_id!r:.80} has no token budget: set "
+                "RetrievalRequest.max_tokens to a positive integer (the model's context "
+                "share), or set limit for the top-k records",
+                details={"agentId": request.agent_id[:200]},
             )
         cap = min(request.max_tokens, self.config.max_context_tokens)
         scale = self.config.scoring.pressure[pressure].budget_scale
         return max(1, int(cap * scale))
+
+    # ------------------------------------------------------------------ one agent
+    def _base_mask(self, am: AgentMemory, request: RetrievalRequest,
+                   now: int) -> NDArray[np.bool_]:
+        hi = am.hi
+        policy = _ALL_LAYERS if request.layers is not None else self._policy[request.purpose]
+        mask = am.alive[:hi] & (am.deadline[:hi] > now)
+        mask &= policy[am.layer[:hi]]
+        mask &= status_table(request)[am.status[:hi]]
+        if request.has_filters():
+            mask &= request_filter_mask(am, request)
+        return mask
 
     def retrieve(
         self,
@@ -132,83 +176,188 @@ class Retriever:
         state and request give the same bundle on any machine.
 
         Raises:
-            TokenBudgetUndefinedError: No positive token budget.
+            TokenBudgetUndefinedError: No positive token budget and no limit.
+        """
+        job = _Job(am, request, pressure, self.budget_for(request, pressure),
+                   time.perf_counter())
+        if am is None or not am.live:
+            return self._bundle(job, None, None)
+        slots = np.flatnonzero(self._base_mask(am, request, now))
+        job.candidates = int(slots.shape[0])
+        if not job.candidates:
+            return self._bundle(job, None, None)
+        if semantic is not None:
+            job.term, slots = semantic(am, slots, request)
+        weights, _ = self._weights_for(request.purpose, request.strategy, pressure,
+                                       job.term.similarities is not None)
+        ctx = ScoringContext(now, weights, self._layer_w[request.purpose],
+                             self.config.importance_boost, self.config.decay_half_life_ms)
+        q = quantize(compute_scores(am, slots, ctx, job.term.similarities),
+                     self.config.score_quantum)
+        job.slots = slots
+        return self._bundle(job, q, self._tokens(am.tokens[slots], pressure))
+
+    # ------------------------------------------------------------------ a crowd
+    def retrieve_many(
+        self,
+        requests: Sequence[tuple[AgentMemory | None, RetrievalRequest, PressureState]],
+        now: int,
+        semantic: SemanticScorer | None = None,
+    ) -> list[RetrievedBundle]:
+        """Bundles for a frame's requests, in order, identical to :meth:`retrieve` each.
+
+        The candidate masks and scores of all agents are computed in shared numpy passes
+        over their concatenated columns; the semantic term (where a request has a query) is
+        per agent. Budgets must have been checked (:meth:`budget_for`).
         """
         t0 = time.perf_counter()
-        budget = self.budget_for(request, pressure)
+        jobs = [_Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
+        live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
+        if not live:
+            return [self._bundle(j, None, None) for j in jobs]
+        ams = [jobs[i].am for i in live]
+        his = np.array([am.hi for am in ams if am is not None], dtype=np.intp)
+        starts = np.concatenate(([0], np.cumsum(his)))
+        row_job = np.repeat(np.arange(len(live)), his)
+
+        def cat(name: str) -> NDArray[Any]:
+            return np.concatenate([getattr(am, name)[: am.hi] for am in ams if am is not None])
+
+        layer = cat("layer")
+        policies = np.stack([
+            _ALL_LAYERS if jobs[i].request.layers is not None
+            else self._policy[jobs[i].request.purpose] for i in live])
+        statuses = np.stack([status_table(jobs[i].request) for i in live])
+        mask = cat("alive")
+        mask &= cat("deadline") > now
+        mask &= policies[row_job, layer]
+        mask &= statuses[row_job, cat("status")]
+        for n, i in enumerate(live):
+            request = jobs[i].request
+            if request.has_filters():
+                am = ams[n]
+                assert am is not None
+                mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, request)
+        rows = np.flatnonzero(mask)
+        job_of = row_job[rows]
+        bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
+        slot_of_row = rows - starts[job_of]
+        sims = np.zeros(rows.shape[0], dtype=np.float64)
+        has_sim = np.zeros(len(live), dtype=np.bool_)
+        weights = np.zeros((len(live), 4), dtype=np.float64)
+        layer_w = np.zeros((len(live), len(LAYERS_BY_CODE)), dtype=np.float64)
+        keep = np.ones(rows.shape[0], dtype=np.bool_)
+        for n, i in enumerate(live):
+            job = jobs[i]
+            a, b = int(bounds[n]), int(bounds[n + 1])
+            job.candidates = b - a
+            if semantic is not None and b > a:
+                am = ams[n]
+                assert am is not None
+                slots = slot_of_row[a:b]
+                job.term, scored = semantic(am, slots, job.request)
+                if job.term.similarities is not None:
+                    has_sim[n] = True
+                    if scored.shape[0] != slots.shape[0]:  # preselected: score the subset
+                        chosen = np.isin(slots, scored)
+                        keep[a:b] = chosen
+                        sims[np.flatnonzero(chosen) + a] = job.term.similarities
+                    else:
+                        sims[a:b] = job.term.similarities
+            weights[n], _ = self._weights_for(job.request.purpose, job.request.strategy,
+                                              job.pressure, bool(has_sim[n]))
+            layer_w[n] = self._layer_w[job.request.purpose]
+        every = rows.shape[0] == mask.shape[0]  # no gather needed when all rows qualify
+
+        def pick(name: str) -> NDArray[Any]:
+            column = cat(name)
+            return column if every else column[rows]
+
+        importance = pick("importance").astype(np.float64, copy=False)
+        flagged = pick("flagged")
+        boosted = np.where(flagged, importance * self.config.importance_boost, importance)
+        rows_layer = layer if every else layer[rows]
+        score = recency_scores(now, pick("anchor"), self.config.decay_half_life_ms)
+        if (weights == weights[0]).all() and (layer_w == layer_w[0]).all():
+            iw, rw, sw, pw = (float(x) for x in weights[0])  # one weight row for the frame
+            score *= rw
+            score += iw * boosted
+            score += pw * layer_w[0][rows_layer]
+            score += sw * sims
+        else:
+            w = weights[job_of]
+            score *= w[:, 1]
+            score += w[:, 0] * boosted
+            score += w[:, 3] * layer_w[job_of, rows_layer]
+            score += w[:, 2] * sims
+        q = quantize(score, self.config.score_quantum)
+        tokens = pick("tokens")
+        out: list[RetrievedBundle] = []
+        live_at = dict(zip(live, range(len(live)), strict=True))
+        for i, job in enumerate(jobs):
+            n = live_at.get(i, -1)
+            if n < 0 or bounds[n] == bounds[n + 1]:
+                out.append(self._bundle(job, None, None))
+                continue
+            a, b = int(bounds[n]), int(bounds[n + 1])
+            sel = np.flatnonzero(keep[a:b]) + a if not keep[a:b].all() else slice(a, b)
+            job.slots = slot_of_row[sel]
+            out.append(self._bundle(job, q[sel], self._tokens(tokens[sel], job.pressure)))
+        return out
+
+    # ------------------------------------------------------------------ shared tail
+    def _tokens(self, tokens: NDArray[np.int32], pressure: PressureState) -> NDArray[np.int64]:
+        out = tokens.astype(np.int64)
+        profile = self.config.scoring.pressure[pressure]
+        if profile.compress:
+            out = compressed_budgets(out, self._ratio(profile))
+        return out
+
+    def _ratio(self, profile: PressureProfile) -> float:
+        return profile.compression_ratio or self.config.throttle_compression_ratio
+
+    def _bundle(self, job: _Job, q: NDArray[np.int64] | None,
+                tokens: NDArray[np.int64] | None) -> RetrievedBundle:
+        """Rank, pack, build the records and the bundle; emit ``memory:retrieval``."""
+        request, pressure, am = job.request, job.pressure, job.am
         profile = self.config.scoring.pressure[pressure]
         records: list[MemoryRecord] = []
         total = 0
         truncated = False
-        candidates = 0
-        filtered = 0
-        term = _NO_SEMANTIC
-        if am is not None and am.live:
-            hi = am.hi
-            mask = am.alive[:hi] & (am.deadline[:hi] > now)
-            mask &= self._policy[request.purpose][am.layer[:hi]]
-            if request.statuses is not None:
-                allowed = np.array([name in request.statuses for name in CLAIM_STATUSES])
-                mask &= allowed[am.status[:hi]]
+        if am is not None and job.slots is not None and q is not None and tokens is not None:
+            slots = job.slots
+            chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, job.budget,
+                                                     request.limit)
+            picked = slots[chosen]
+            if profile.compress:
+                records, total = self._compress(am, picked, self._ratio(profile), profile)
             else:
-                mask &= am.status[:hi] == 0
-            slots = np.flatnonzero(mask)
-            candidates = int(slots.shape[0])
-            filtered = am.live - candidates
-            if candidates:
-                if semantic is not None:
-                    term, slots = semantic(am, slots, request)
-                weights, _ = self._weights_for(
-                    request.purpose, request.strategy, pressure, term.similarities is not None
-                )
-                ctx = ScoringContext(
-                    now, weights, self._layer_w[request.purpose],
-                    self.config.importance_boost, self.config.decay_half_life_ms,
-                )
-                scores = compute_scores(am, slots, ctx, term.similarities)
-                q = quantize(scores, self.config.score_quantum)
-                tokens = am.tokens[slots].astype(np.int64)
-                ratio = profile.compression_ratio or self.config.throttle_compression_ratio
-                if profile.compress:
-                    tokens = compressed_budgets(tokens, ratio)
-                chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, budget)
-                picked = slots[chosen]
-                if profile.compress:
-                    records, total = self._compress(am, picked, ratio, profile)
-                else:
-                    build = self._build
-                    records = [build(am, s) for s in picked.tolist()]
-        _, parts = self._weights_for(
-            request.purpose, request.strategy, pressure, term.similarities is not None
-        )
-        diagnostics = RetrievalDiagnostics.model_construct(
-            candidate_count=candidates,
-            filtered_count=filtered,
-            scoring_breakdown=list(parts),
-            time_ms=(time.perf_counter() - t0) * 1000.0,
-            compression_applied=profile.compress and bool(records),
-            pressure_state=pressure,
-            budget=budget,
-            semantic_fallback=term.fallback,
-        )
-        bundle = RetrievedBundle.model_construct(
-            records=records,
-            total_tokens=total,
-            truncated=truncated,
-            strategy_applied=request.strategy.value,
-            diagnostics=diagnostics,
-        )
+                records = self._build(am, picked)
+        _, parts = self._weights_for(request.purpose, request.strategy, pressure,
+                                     job.term.similarities is not None)
+        live = am.live if am is not None else 0
+        diagnostics = trusted(RetrievalDiagnostics, {
+            "candidate_count": job.candidates,
+            "filtered_count": live - job.candidates,
+            "scoring_breakdown": list(parts),
+            "time_ms": (time.perf_counter() - job.t0) * 1000.0,
+            "compression_applied": profile.compress and bool(records),
+            "pressure_state": pressure,
+            "budget": 0 if job.budget == NO_BUDGET else job.budget,
+            "semantic_fallback": job.term.fallback,
+        })
+        bundle = trusted(RetrievedBundle, {
+            "records": records,
+            "total_tokens": total,
+            "truncated": truncated,
+            "strategy_applied": request.strategy.value,
+            "diagnostics": diagnostics,
+        })
         if self.bus.wants(RetrievalPerformed.name):
-            self.bus.emit(
-                RetrievalPerformed(
-                    agent_id=request.agent_id,
-                    purpose=request.purpose.value,
-                    candidate_count=candidates,
-                    used=len(records),
-                    truncated=truncated,
-                    pressure_state=pressure.value,
-                )
-            )
+            self.bus.emit(RetrievalPerformed(
+                agent_id=request.agent_id, purpose=request.purpose.value,
+                candidate_count=job.candidates, used=len(records), truncated=truncated,
+                pressure_state=pressure.value))
         return bundle
 
     def _compress(
@@ -219,12 +368,15 @@ class Retriever:
         total = 0
         cache = self._compressed
         settings = (ratio, profile.compression_strategy, profile.drop_metadata)
-        for slot in slots.tolist():
-            ck = (am.agent_id, int(am.key[slot]), int(am.rev[slot]), settings)
+        built: list[MemoryRecord] | None = None
+        for i, slot in enumerate(slots.tolist()):
+            ck = (am.agent_id, am.key.item(slot), am.rev.item(slot), settings)
             hit = cache.get(ck)
             if hit is None:
+                if built is None:
+                    built = self._build(am, slots)
                 hit = compress_record(
-                    self._build(am, slot), strategy=profile.compression_strategy, ratio=ratio,
+                    built[i], strategy=profile.compression_strategy, ratio=ratio,
                     counter=self.counter, drop_metadata=profile.drop_metadata)
                 if len(cache) >= _COMPRESSED_MAX:
                     cache.clear()

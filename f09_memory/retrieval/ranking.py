@@ -18,19 +18,31 @@ from f09_memory.packing.packer import pack_sequential
 
 __all__ = ["FULL_SORT_BELOW", "rank_and_pack"]
 
-FULL_SORT_BELOW = 512
+FULL_SORT_BELOW = 128
 """Candidate sets smaller than this are simply sorted in full."""
+PREFIX_MIN = 64
+"""The smallest prefix partitioned out (the first guess of how many records pack)."""
 
 
-def _full(q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64],
-          budget: int) -> tuple[NDArray[np.intp], int, bool]:
-    order = np.lexsort((keys, -q))
-    chosen, total, truncated = pack_sequential(tokens[order], budget)
+def _limited(order: NDArray[np.intp], chosen: NDArray[np.intp], total: int, truncated: bool,
+             tokens: NDArray[np.int64], limit: int | None) -> tuple[NDArray[np.intp], int, bool]:
+    """The first ``limit`` packed candidates (greedy packing in order makes this exact)."""
+    if limit is not None and chosen.shape[0] > limit:
+        chosen = chosen[:limit]
+        return order[chosen], int(tokens[order[chosen]].sum()), True
     return order[chosen], total, truncated
 
 
+def _full(q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64],
+          budget: int, limit: int | None) -> tuple[NDArray[np.intp], int, bool]:
+    order = np.lexsort((keys, -q))
+    chosen, total, truncated = pack_sequential(tokens[order], budget)
+    return _limited(order, chosen, total, truncated, tokens, limit)
+
+
 def rank_and_pack(
-    q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64], budget: int
+    q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64], budget: int,
+    limit: int | None = None,
 ) -> tuple[NDArray[np.intp], int, bool]:
     """Order candidates by ``(q desc, key asc)`` and pack them under ``budget``.
 
@@ -39,30 +51,35 @@ def rank_and_pack(
         keys: Record keys (unique; the tie-break).
         tokens: Token cost of each candidate.
         budget: Token budget.
+        limit: At most this many records (the first ones packed); ``None`` for no cap.
 
     Returns:
         ``(positions, total_tokens, truncated)``: positions into the inputs of the packed
-        candidates, in order.
+        candidates, in order; ``truncated`` when any candidate was left out.
     """
     n = int(q.shape[0])
     if n < FULL_SORT_BELOW:
-        return _full(q, keys, tokens, budget)
+        return _full(q, keys, tokens, budget, limit)
     mean = max(1.0, float(tokens.mean()))
-    k = min(n, max(256, int(2.0 * budget / mean)))
+    k = min(n, max(PREFIX_MIN, int(min(2.0 * budget / mean, 2**40))))
+    if limit is not None:
+        k = min(k, max(limit, 1))
     if k >= n // 2:
-        return _full(q, keys, tokens, budget)
+        return _full(q, keys, tokens, budget, limit)
     neg = -q
     part = np.argpartition(neg, k - 1)
     threshold = neg[part[k - 1]]
     prefix = np.flatnonzero(neg <= threshold)  # the top k plus every tie with the k-th
     order = prefix[np.lexsort((keys[prefix], neg[prefix]))]
     chosen, total, truncated = pack_sequential(tokens[order], budget)
+    if limit is not None and chosen.shape[0] >= limit:  # the first `limit` are final
+        return _limited(order, chosen, total, truncated or prefix.shape[0] < n, tokens, limit)
     remaining = budget - total
     if prefix.shape[0] < n:
         rest = np.ones(n, dtype=np.bool_)
         rest[prefix] = False
         if int(tokens[rest].min()) <= remaining:  # a later candidate could still fit
-            return _full(q, keys, tokens, budget)
+            return _full(q, keys, tokens, budget, limit)
     if prefix.shape[0] < n:
         truncated = True
     return order[chosen], total, truncated

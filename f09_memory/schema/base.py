@@ -13,6 +13,7 @@ __all__ = ["BoundaryModel", "trusted", "validation_error"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _setattr = object.__setattr__
+_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
 
 
 def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -24,7 +25,14 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     """
     obj = cls.__new__(cls)
     _setattr(obj, "__dict__", values)
-    _setattr(obj, "__pydantic_fields_set__", set(values))
+    fields_set = _FIELDS_SET.get(cls)
+    if fields_set is None or len(values) != len(fields_set):
+        fields_set = set(values)
+        if len(values) == len(cls.model_fields):
+            _FIELDS_SET[cls] = fields_set
+    # Every field is set, so one shared set per class serves every instance (pydantic only
+    # reads it; a copy with changes gets a set of its own).
+    _setattr(obj, "__pydantic_fields_set__", fields_set)
     _setattr(obj, "__pydantic_extra__", None)
     _setattr(obj, "__pydantic_private__", None)
     return obj

@@ -8,8 +8,8 @@ from pydantic import Field, StrictInt
 
 from f09_memory.errors import ErrorCode
 from f09_memory.schema.base import BoundaryModel
-from f09_memory.schema.enums import PressureState, Purpose, Strategy
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.enums import MemoryLayer, PressureState, Purpose, Strategy
+from f09_memory.schema.records import AttributeValue, MemoryRecord
 
 __all__ = ["RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle", "ScoreComponent"]
 
@@ -17,10 +17,12 @@ __all__ = ["RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle", "Score
 class RetrievalRequest(BoundaryModel):
     """What an agent wants from memory now.
 
-    ``max_tokens`` is required at retrieval time (a missing or non-positive budget raises
-    ``MEMORY_TOKEN_BUDGET_UNDEFINED``); a budget above ``MemoryConfig.max_context_tokens`` is
-    clamped to it. ``pressure_state`` overrides the engine's current pressure for this call.
-    ``query`` is free text for the semantic term.
+    ``max_tokens`` is required at retrieval time unless ``limit`` is set (a missing or
+    non-positive budget raises ``MEMORY_TOKEN_BUDGET_UNDEFINED``); a budget above
+    ``MemoryConfig.max_context_tokens`` is clamped to it. Filters (``layers``, ``tags_any``,
+    ``tags_all``, ``since``/``until`` on the recency anchor, ``attributes``) narrow the
+    candidates; ``limit`` caps the records returned. ``pressure_state`` overrides the
+    engine's current pressure for this call. ``query`` is free text for the semantic term.
     """
 
     _field_codes: ClassVar[dict[str, ErrorCode]] = {
@@ -38,6 +40,27 @@ class RetrievalRequest(BoundaryModel):
     statuses: tuple[Literal["active", "superseded", "quarantined"], ...] | None = None
     """Record statuses to consider (``None``: active only). Superseded and quarantined
     claims are excluded unless listed here."""
+    limit: Annotated[StrictInt, Field(gt=0, le=100_000)] | None = None
+    """At most this many records (the top ``limit`` in score order that fit the budget).
+    With ``limit`` set, ``max_tokens`` may be omitted: no token budget then."""
+    layers: tuple[MemoryLayer, ...] | None = None
+    """Only these layers (instead of the purpose's layer policy)."""
+    tags_any: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] | None = None
+    """Only records carrying at least one of these tags."""
+    tags_all: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] | None = None
+    """Only records carrying every one of these tags."""
+    since: Annotated[StrictInt, Field(ge=0)] | None = None
+    """Only records whose recency anchor is at or after this logical time."""
+    until: Annotated[StrictInt, Field(ge=0)] | None = None
+    """Only records whose recency anchor is before this logical time."""
+    attributes: dict[Annotated[str, Field(max_length=256)], AttributeValue] | None = None
+    """Only records whose ``metadata.attributes`` hold every one of these key/value pairs."""
+
+    def has_filters(self) -> bool:
+        """Whether any filter beyond layer policy, TTL and status is set."""
+        return (self.layers is not None or self.tags_any is not None
+                or self.tags_all is not None or self.since is not None
+                or self.until is not None or self.attributes is not None)
 
 
 class ScoreComponent(BoundaryModel):
