@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.canonical import quantize
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import recency_scores
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
@@ -46,11 +47,6 @@ def effective_weights(
         total = 1.0
     result: NDArray[np.float64] = w / total
     return result
-
-
-def quantize(scores: NDArray[np.float64], quantum: int) -> NDArray[np.int64]:
-    """Round scores to integers of ``1/quantum`` (rule 3 of DESIGN.md: order and hash these)."""
-    return np.rint(scores * quantum).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.canonical import quantize_scalar as quantize
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import importance_decayed
 from f09_memory.schema.enums import MemoryLayer
@@ -41,11 +42,6 @@ _EPISODIC = MemoryLayer.EPISODIC.code
 
 HeapEntry = tuple[int, int, int]
 """``(decayed importance quantized, recency anchor, key)``."""
-
-
-def quantize(value: float, quantum: int) -> int:
-    """``round(value * quantum)``: the integer a float becomes before it orders anything."""
-    return round(value * quantum)
 
 
 def eligible_slots(am: AgentMemory, now: int, config: MemoryConfig) -> NDArray[np.intp]:

@@ -3,6 +3,7 @@
 Similarities are quantized to integers (``rint(sim * quantum)``) and results are ordered by
 quantized similarity descending, then key ascending: a complete key, so equal scores can
 never come out in an order that depends on memory layout, insertion history or hash seeds.
+``DEFAULT_QUANTUM`` and ``quantize`` are :mod:`f09_memory.canonical`'s, re-exported here.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.canonical import DEFAULT_QUANTUM, quantize
 from f09_memory.errors import ConfigInvalidError
 
 __all__ = ["DEFAULT_QUANTUM", "check_quantum", "quantize", "rank_top_k"]
-
-DEFAULT_QUANTUM = 1_000_000_000
-"""The default similarity quantum (``MemoryConfig.score_quantum``)."""
 
 
 def check_quantum(quantum: object) -> int:
@@ -41,20 +40,6 @@ def check_quantum(quantum: object) -> int:
             details={"field": "quantum", "value": repr(quantum)},
         )
     return int(quantum)
-
-
-def quantize(sims: NDArray[np.floating], quantum: int) -> NDArray[np.int64]:
-    """Round similarities to integers of ``1 / quantum``.
-
-    Args:
-        sims: Similarities (any float dtype).
-        quantum: The quantum.
-
-    Returns:
-        ``rint(sims * quantum)`` as int64 (computed in float64).
-
-    """
-    return np.rint(sims.astype(np.float64) * float(quantum)).astype(np.int64)
 
 
 def rank_top_k(
