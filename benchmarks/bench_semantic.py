@@ -17,7 +17,7 @@ import pytest
 from targets import SHORT, record, rounds, timings_ms
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, Strategy
-from f09_memory.testing import evaluate_retrieval, pure_weights_config
+from f09_memory.evaluation import evaluate_retrieval, pure_weights_config
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_retrieval import engine_with

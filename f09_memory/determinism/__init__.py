@@ -1,12 +1,12 @@
 """Determinism (index 19): canonical hashing, the village scenario, the process harness.
 
-Modules: ``hashing`` (canonical_json, sha256_hex, bundle_hash), ``scenario`` (run_village,
-VillageResult), ``harness`` (run_isolated). ``scenario`` and ``harness`` use the engine, so
-they load on first access (the engine itself imports ``hashing``).
+Modules: ``hashing`` (bundle_hash; re-exports canonical_json, sha256_hex and friends from
+:mod:`f09_memory.canonical`), ``scenario`` (run_village, VillageResult), ``harness``
+(run_isolated). This is an outer-ring package: it uses the engine, and nothing below the
+engine imports it.
 """
 
-from typing import Any
-
+from f09_memory.determinism.harness import run_isolated
 from f09_memory.determinism.hashing import (
     DEFAULT_QUANTUM,
     bundle_hash,
@@ -14,6 +14,7 @@ from f09_memory.determinism.hashing import (
     canonicalize,
     sha256_hex,
 )
+from f09_memory.determinism.scenario import VillageResult, run_village
 
 __all__ = [
     "DEFAULT_QUANTUM",
@@ -25,14 +26,3 @@ __all__ = [
     "run_village",
     "sha256_hex",
 ]
-
-_LAZY = {"VillageResult": "scenario", "run_village": "scenario", "run_isolated": "harness"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(f"f09_memory.determinism.{_LAZY[name]}")
-        return getattr(module, name)
-    raise AttributeError(name)

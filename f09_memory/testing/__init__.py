@@ -1,7 +1,9 @@
 """Testing: doubles users need too.
 
-Scripted and failing LLMs and embedders, a scripted pressure source, ``capture_events``;
-``quality`` measures recall@k and MRR on a hand-labeled retrieval set.
+Scripted and failing LLMs and embedders, a scripted pressure source, ``capture_events``.
+Nothing here imports the engine, so a host's own tests can use the doubles against any
+engine build; retrieval-quality measurement (recall@k, MRR on a labeled set) drives an
+engine and lives in :mod:`f09_memory.evaluation`.
 
 Modules: ``doubles``.
 """
@@ -14,24 +16,12 @@ from f09_memory.testing.doubles import (
     ScriptedPressure,
     capture_events,
 )
-from f09_memory.testing.quality import (
-    QualityReport,
-    evaluate_retrieval,
-    mrr,
-    pure_weights_config,
-    recall_at_k,
-)
 
 __all__ = [
     "FailingEmbedder",
-    "QualityReport",
     "FailingLLM",
     "FakeEmbedder",
     "ScriptedLLM",
     "ScriptedPressure",
     "capture_events",
-    "evaluate_retrieval",
-    "mrr",
-    "pure_weights_config",
-    "recall_at_k",
 ]

@@ -11,13 +11,8 @@ import pytest
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, Strategy, bundle_hash
 from f09_memory.embedding import HashingEmbedder, NullEmbedder
 from f09_memory.errors import ErrorCode, MemoryEngineError
-from f09_memory.testing import (
-    FailingEmbedder,
-    FakeEmbedder,
-    capture_events,
-    evaluate_retrieval,
-    pure_weights_config,
-)
+from f09_memory.evaluation import evaluate_retrieval, pure_weights_config
+from f09_memory.testing import FailingEmbedder, FakeEmbedder, capture_events
 from f09_memory.vector_index import ExactIndex, HnswIndex
 
 LABELED = json.loads((Path(__file__).parents[1] / "data" / "retrieval_quality.json").read_text())
