@@ -1,9 +1,23 @@
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
 import pytest
 
-from f09_memory import MemoryEngineError
-from f09_memory.determinism import canonical_json, canonicalize, sha256_hex
+from f09_memory import (
+    MemoryEngineError,
+    MemoryRecord,
+    PressureState,
+    RecordMetadata,
+    RetrievalDiagnostics,
+    RetrievedBundle,
+    bundle_hash,
+)
+from f09_memory.determinism import canonical_json, canonicalize, hashing, sha256_hex
+from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.records import ProceduralMeta, SocialMeta, SpatialMeta
+from f09_memory.schema.retrieval import ScoreComponent
 
 
 def test_canonical_json_sorts_keys_and_quantizes_floats() -> None:
@@ -19,3 +33,194 @@ def test_non_finite_and_unsupported_values() -> None:
     assert ["nan", "inf", "-inf"] == canonicalize([float("nan"), float("inf"), float("-inf")])
     with pytest.raises(MemoryEngineError):
         canonicalize(object())
+
+
+# --------------------------------------------------------------------------- bundle_hash
+
+def make_record(i: int = 1, **changes: Any) -> MemoryRecord:
+    fields: dict[str, Any] = {
+        "id": f"npc-001:{i:010d}", "layer": MemoryLayer.EPISODIC, "agent_id": "npc-001",
+        "created_at": 1_000, "importance": 0.5, "recency_anchor": 1_500, "ttl": None,
+        "embedding_ref": "hashing-v1", "tokens_estimate": 12, "content": f"Saw Villager {i}.",
+        "metadata": RecordMetadata(tags=("well",)), "redacted": False, "hash": None,
+    }
+    fields.update(changes)
+    return MemoryRecord(**fields)
+
+
+def make_bundle(records: list[MemoryRecord] | None = None, **changes: Any) -> RetrievedBundle:
+    diagnostics: dict[str, Any] = {
+        "candidate_count": 7, "filtered_count": 1, "time_ms": 0.25,
+        "scoring_breakdown": [ScoreComponent(key="importance", weight=0.5),
+                              ScoreComponent(key="recency", weight=0.5)],
+        "compression_applied": False, "pressure_state": PressureState.NORMAL, "budget": 500,
+        "semantic_fallback": None,
+    }
+    diagnostics.update(changes.pop("diagnostics", {}))
+    fields: dict[str, Any] = {
+        "records": [make_record(1), make_record(2)] if records is None else records,
+        "total_tokens": 24, "truncated": False, "strategy_applied": "balanced",
+        "diagnostics": RetrievalDiagnostics(**diagnostics),
+    }
+    fields.update(changes)
+    return RetrievedBundle(**fields)
+
+
+def test_equal_bundles_have_equal_hashes() -> None:
+    assert bundle_hash(make_bundle()) == bundle_hash(make_bundle())
+    assert 64 == len(bundle_hash(make_bundle()))
+
+
+def test_the_measured_time_is_not_hashed() -> None:
+    assert bundle_hash(make_bundle()) == bundle_hash(make_bundle(diagnostics={"time_ms": 99.0}))
+
+
+RECORD_CHANGES = {
+    "id": "npc-001:0000000099",
+    "layer": MemoryLayer.SEMANTIC,
+    "importance": 0.51,
+    "created_at": 1_001,
+    "recency_anchor": 1_501,
+    "ttl": 30_000,
+    "tokens_estimate": 13,
+    "embedding_ref": None,
+    "redacted": True,
+    "content": "Saw Villager 7 instead.",
+    "hash": "0" * 64,
+    "metadata": RecordMetadata(),
+}
+
+
+@pytest.mark.parametrize("field", sorted(RECORD_CHANGES))
+def test_changing_any_hashed_record_field_changes_the_hash(field: str) -> None:
+    changed = make_bundle([make_record(1), make_record(2, **{field: RECORD_CHANGES[field]})])
+    assert bundle_hash(make_bundle()) != bundle_hash(changed)
+
+
+METADATA_CHANGES: dict[str, Any] = {
+    "tags": ("well", "market"),
+    "source_event": "trade",
+    "source_ref_ids": ("npc-001:0000000001",),
+    "spatial": SpatialMeta(x=1.0, y=2.0),
+    "social": SocialMeta(other_agent_id="npc-002", sentiment=0.25),
+    "procedural": ProceduralMeta(pattern_id="route-well", success_rate=0.5),
+    "flagged": True,
+    "attributes": {"mood": "calm"},
+}
+
+
+@pytest.mark.parametrize("field", sorted(METADATA_CHANGES))
+def test_changing_any_metadata_field_changes_the_hash(field: str) -> None:
+    default = RecordMetadata.model_fields[field].get_default(call_default_factory=True)
+    sparse = RecordMetadata(tags=("well",))
+    full = RecordMetadata(**METADATA_CHANGES)
+    pairs = [(sparse, sparse.model_copy(update={field: METADATA_CHANGES[field]})),
+             (full, full.model_copy(update={field: default}))]
+    for meta, other in pairs:
+        assert meta != other
+        a = make_bundle([make_record(1, metadata=meta)])
+        b = make_bundle([make_record(1, metadata=other)])
+        assert bundle_hash(a) != bundle_hash(b)
+
+
+@pytest.mark.parametrize("meta", [
+    SpatialMeta(x=1.0, y=2.0), SpatialMeta(x=1.0, y=2.0, z=3.0),
+    SocialMeta(other_agent_id="npc-002", sentiment=0.25), SocialMeta(sentiment=-1.0),
+    ProceduralMeta(pattern_id="route-well", success_rate=0.5),
+])
+def test_changing_a_nested_metadata_float_changes_the_hash(meta: Any) -> None:
+    field = {SpatialMeta: "spatial", SocialMeta: "social", ProceduralMeta: "procedural"}[
+        type(meta)]
+    name = next(k for k, v in type(meta).model_fields.items() if v.annotation is not None
+                and isinstance(getattr(meta, k), float))
+    bumped = meta.model_copy(update={name: getattr(meta, name) / 2 + 0.01})
+    a = make_bundle([make_record(1, metadata=RecordMetadata(**{field: meta}))])
+    b = make_bundle([make_record(1, metadata=RecordMetadata(**{field: bumped}))])
+    assert bundle_hash(a) != bundle_hash(b)
+
+
+def test_attribute_values_and_key_order() -> None:
+    def with_attrs(attrs: dict[str, Any]) -> str:
+        meta = RecordMetadata(attributes=attrs)
+        return bundle_hash(make_bundle([make_record(1, metadata=meta)]))
+
+    assert with_attrs({"a": 1, "b": "x"}) == with_attrs({"b": "x", "a": 1})
+    assert with_attrs({"a": 0.1 + 0.2}) == with_attrs({"a": 0.3})  # quantized, not raw
+    assert with_attrs({"a": 0.3}) != with_attrs({"a": 0.31})
+    assert with_attrs({"a": 1}) != with_attrs({"a": "1"})
+
+
+BUNDLE_CHANGES: dict[str, Any] = {
+    "total_tokens": 25,
+    "truncated": True,
+    "strategy_applied": "recency",
+}
+DIAGNOSTICS_CHANGES: dict[str, Any] = {
+    "candidate_count": 8,
+    "filtered_count": 2,
+    "scoring_breakdown": [ScoreComponent(key="importance", weight=0.6),
+                          ScoreComponent(key="recency", weight=0.4)],
+    "compression_applied": True,
+    "pressure_state": PressureState.THROTTLE,
+    "budget": 400,
+    "semantic_fallback": "NO_QUERY",
+}
+
+
+@pytest.mark.parametrize("field", sorted(BUNDLE_CHANGES))
+def test_changing_a_bundle_field_changes_the_hash(field: str) -> None:
+    assert bundle_hash(make_bundle()) != bundle_hash(make_bundle(**{field: BUNDLE_CHANGES[field]}))
+
+
+@pytest.mark.parametrize("field", sorted(DIAGNOSTICS_CHANGES))
+def test_changing_a_diagnostics_field_changes_the_hash(field: str) -> None:
+    changed = make_bundle(diagnostics={field: DIAGNOSTICS_CHANGES[field]})
+    assert bundle_hash(make_bundle()) != bundle_hash(changed)
+
+
+def test_record_order_and_count_change_the_hash() -> None:
+    one, two = make_record(1), make_record(2)
+    assert bundle_hash(make_bundle([one, two])) != bundle_hash(make_bundle([two, one]))
+    assert bundle_hash(make_bundle([one])) != bundle_hash(make_bundle([one, two]))
+    assert bundle_hash(make_bundle([])) != bundle_hash(make_bundle([one]))
+
+
+def test_a_missing_content_hash_is_computed_from_the_content() -> None:
+    rec = make_record(1)
+    digest = hashlib.sha256(rec.content.encode("utf-8")).hexdigest()
+    assert bundle_hash(make_bundle([rec])) == bundle_hash(
+        make_bundle([make_record(1, hash=digest)]))
+
+
+def test_last_bit_float_noise_in_importance_and_weights_is_not_hashed() -> None:
+    noisy = make_bundle(
+        [make_record(1, importance=0.1 + 0.2), make_record(2)],
+        diagnostics={"scoring_breakdown": [ScoreComponent(key="importance", weight=0.1 + 0.2)]},
+    )
+    clean = make_bundle(
+        [make_record(1, importance=0.3), make_record(2)],
+        diagnostics={"scoring_breakdown": [ScoreComponent(key="importance", weight=0.3)]},
+    )
+    assert bundle_hash(noisy) == bundle_hash(clean)
+
+
+@pytest.mark.parametrize("model", [
+    RecordMetadata(tags=("a",), spatial=SpatialMeta(x=1.5, y=-2.25), flagged=True,
+                   attributes={"b": 0.125, "a": "x", "c": True}),
+    SocialMeta(other_agent_id="npc-002", sentiment=0.25),
+    ProceduralMeta(success_rate=1.0),
+    SpatialMeta(x=0.0, y=0.0),
+])
+def test_the_fast_model_form_is_the_canonical_dump(model: Any) -> None:
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    assert canonicalize(dumped) == hashing._plain(model)
+
+
+def test_the_hashed_field_lists_cover_every_field() -> None:
+    # A new field must be added to bundle_hash's form (or knowingly left out) here.
+    hashed_record = {"id", "layer", "embedding_ref", "hash", "created_at", "recency_anchor",
+                     "ttl", "tokens_estimate", "redacted", "importance", "metadata"}
+    assert hashed_record | {"agent_id", "content"} == set(MemoryRecord.model_fields)
+    assert set(METADATA_CHANGES) == set(RecordMetadata.model_fields)
+    assert set(BUNDLE_CHANGES) | {"records", "diagnostics"} == set(RetrievedBundle.model_fields)
+    assert set(DIAGNOSTICS_CHANGES) | {"time_ms"} == set(RetrievalDiagnostics.model_fields)
