@@ -4,6 +4,11 @@
 in-memory engine with a progress bar and prints a summary: records by layer, retrievals,
 retrieval latency p50/p95, events emitted, and the final state hash. The same arguments give
 the same hashes in every run and every process.
+
+Output: a table by default (when stdout is not a terminal it is drawn wide enough that each
+64-hex hash stays whole on its line, so ``| grep "state hash"`` works); ``--json`` prints one
+JSON object; ``--plain`` prints one ``key=value`` line per metric (``records.<layer>=N``,
+``events.<name>=N``). ``f09-memory --version`` prints the installed version.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from importlib import metadata
 
 import numpy as np
 from rich.console import Console
@@ -25,7 +31,24 @@ from f09_memory.engine import MemoryEngine
 from f09_memory.errors import MemoryEngineError
 from f09_memory.schema.enums import MemoryLayer
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "plain_lines", "version"]
+
+_DIST = "f09-memory"
+_PIPE_WIDTH = 160
+"""Console width when stdout is not a terminal: the widest row (a 64-hex hash) never folds."""
+
+
+def version() -> str:
+    """The installed version of the ``f09-memory`` distribution.
+
+    Returns:
+        The version from the package metadata, or ``"unknown"`` when the package is run
+        from a source tree that was never installed.
+    """
+    try:
+        return metadata.version(_DIST)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _positive(text: str) -> int:
@@ -38,6 +61,7 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``f09-memory``."""
     parser = argparse.ArgumentParser(prog="f09-memory", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"f09-memory {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the seeded village scenario")
     sim.add_argument("--agents", type=_positive, default=50, help="number of agents (50)")
@@ -53,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run on a durable SQLite store (reopened and continued if it exists)")
     sim.add_argument("--commit", choices=("call", "tick"), default="tick",
                      help="durable mode: commit every call or once per tick (tick)")
-    sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    output = sim.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object")
+    output.add_argument("--plain", action="store_true",
+                        help="print the summary as key=value lines (one per metric)")
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
@@ -75,6 +103,27 @@ def _summary(engine: MemoryEngine, result: VillageResult, wall_s: float) -> dict
         "stateHash": result.state_hash,
         "wallSeconds": round(wall_s, 2),
     }
+
+
+def plain_lines(summary: dict[str, object]) -> list[str]:
+    """The summary as ``key=value`` lines, one per metric (``simulate --plain``).
+
+    Keys are the ``--json`` keys; the nested counts are flattened to ``records.<layer>``
+    and ``events.<name>``, in the summary's order. Hashes are printed whole.
+
+    Args:
+        summary: The summary ``simulate`` prints.
+
+    Returns:
+        The lines, without newlines.
+    """
+    lines: list[str] = []
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            lines.extend(f"{key}.{name}={n}" for name, n in value.items())
+        else:
+            lines.append(f"{key}={value}")
+    return lines
 
 
 def _print_table(console: Console, summary: dict[str, object]) -> None:
@@ -107,11 +156,14 @@ def _simulate(args: argparse.Namespace) -> int:
         engine = MemoryEngine.open(args.db, config, seed=args.seed, commit=args.commit)
     else:
         engine = MemoryEngine(config, seed=args.seed)
-    console = Console(stderr=args.json)
+    machine = args.json or args.plain
+    console = Console(stderr=machine)
+    if not machine and not console.is_terminal:
+        console = Console(width=max(console.width, _PIPE_WIDTH))
     t0 = time.perf_counter()
     with Progress(
         TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=args.no_progress or args.json, transient=True,
+        console=console, disable=args.no_progress or machine, transient=True,
     ) as progress:
         task = progress.add_task("ticks", total=args.ticks)
         result = run_village(
@@ -125,6 +177,8 @@ def _simulate(args: argparse.Namespace) -> int:
         summary["db"] = args.db
     if args.json:
         print(json.dumps(summary, sort_keys=True))
+    elif args.plain:
+        print("\n".join(plain_lines(summary)))
     else:
         _print_table(console, summary)
     return 0

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
-from f09_memory.cli import main
+from f09_memory.cli import main, plain_lines
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
@@ -66,3 +69,66 @@ def test_simulate_on_a_durable_store_survives_the_process(
     from f09_memory import MemoryEngine
 
     assert first["stateHash"] == MemoryEngine.open(db).state_hash()
+
+
+HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def test_version_prints_the_distribution_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert 0 == info.value.code
+    assert f"f09-memory {metadata.version('f09-memory')}\n" == capsys.readouterr().out
+
+
+def test_plain_prints_one_key_value_line_per_metric(capsys: pytest.CaptureFixture[str]) -> None:
+    s = run_json(capsys, "--agents", "3", "--ticks", "6", "--seed", "4")
+    assert 0 == main(["simulate", "--plain", "--agents", "3", "--ticks", "6", "--seed", "4"])
+    lines = capsys.readouterr().out.splitlines()
+    plain = dict(line.split("=", 1) for line in lines)
+    assert len(lines) == len(plain)  # one line per key, every line key=value
+    assert str(s["stateHash"]) == plain["stateHash"] and 64 == len(plain["stateHash"])
+    assert str(s["retrievalHash"]) == plain["retrievalHash"]
+    records = s["records"]
+    events = s["events"]
+    assert isinstance(records, dict) and isinstance(events, dict)
+    assert {f"records.{k}": str(v) for k, v in records.items()} == {
+        k: v for k, v in plain.items() if k.startswith("records.")}
+    assert {f"events.{k}": str(v) for k, v in events.items()} == {
+        k: v for k, v in plain.items() if k.startswith("events.")}
+    assert str(s["retrievals"]) == plain["retrievals"]
+
+
+def test_plain_and_json_cannot_be_combined(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--plain", "--json"])
+    assert 2 == info.value.code
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_plain_lines_flatten_nested_counts() -> None:
+    summary: dict[str, object] = {"agents": 2, "records": {"episodic": 3}, "events": {"a:b": 1},
+                                  "stateHash": "f" * 64}
+    assert ["agents=2", "records.episodic=3", "events.a:b=1", f"stateHash={'f' * 64}"] == (
+        plain_lines(summary))
+
+
+def test_piped_table_keeps_each_hash_whole_on_its_line() -> None:
+    env = dict(os.environ, COLUMNS="60")  # even a narrow declared width must not fold hashes
+    proc = subprocess.run(
+        [sys.executable, "-m", "f09_memory.cli", "simulate", "--agents", "2", "--ticks", "5",
+         "--no-progress"], capture_output=True, text=True, check=True, env=env)
+    for label in ("state hash", "retrieval hash"):
+        lines = [line for line in proc.stdout.splitlines() if label in line]
+        assert 1 == len(lines), proc.stdout
+        assert HEX64.search(lines[0]), lines[0]
+
+
+def test_table_to_a_captured_stdout_does_not_fold_hashes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert 0 == main(["simulate", "--agents", "2", "--ticks", "4", "--no-progress"])
+    out = capsys.readouterr().out
+    state = [line for line in out.splitlines() if "state hash" in line]
+    assert 1 == len(state) and HEX64.search(state[0])
+    assert 2 == len(HEX64.findall(out))
