@@ -29,8 +29,8 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from f09_memory.canonical import DEFAULT_QUANTUM, canonical_json, canonicalize, sha256_hex
-from f09_memory.schema.records import RecordMetadata
-from f09_memory.schema.retrieval import RetrievalDiagnostics, RetrievedBundle
+from f09_memory.schema.records import ProceduralMeta, RecordMetadata, SocialMeta, SpatialMeta
+from f09_memory.schema.retrieval import RetrievalDiagnostics, RetrievedBundle, ScoreComponent
 
 __all__ = ["DEFAULT_QUANTUM", "bundle_hash", "canonical_json", "canonicalize", "sha256_hex"]
 
@@ -53,6 +53,10 @@ StrEnum, written as its value). ``agent_id`` is left out: the id names the agent
 _ROW: Final = 9
 """Values per record in the flat ``rows`` list of the hashed form."""
 _HASH_AT: Final = 3
+_MODELS: Final = frozenset(
+    {SpatialMeta, SocialMeta, ProceduralMeta, RecordMetadata, ScoreComponent}
+)
+"""Model classes met in bundles, recognized by exact type (pydantic's ``isinstance`` is slow)."""
 _DIAGNOSTICS_GENERIC: Final = tuple(
     name for name in RetrievalDiagnostics.model_fields
     if name not in ("time_ms", "scoring_breakdown")
@@ -90,20 +94,24 @@ def _plain(value: Any) -> Any:
     exclude_defaults=True))`` without the pydantic dump (a test checks they agree); exact
     types are dispatched first because ``isinstance`` against pydantic's ABC is slow.
     """
+    if value is None:
+        return None
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool:
         return value
     if kind is float and math.isfinite(value):
         return round(value * DEFAULT_QUANTUM)
     if kind is tuple or kind is list:
-        return [_plain(v) for v in value]
+        return [_plain(v) for v in value] if value else []
     if kind is dict:
+        if not value:
+            return {}
         items = sorted(((str(k), v) for k, v in value.items()), key=_first)
         return {k: _plain(v) for k, v in items}
+    if kind in _MODELS or (not isinstance(value, Enum) and isinstance(value, BaseModel)):
+        return _model_form(value)
     if isinstance(value, Enum):
         return _plain(value.value)
-    if isinstance(value, BaseModel):
-        return _model_form(value)
     return canonicalize(value)
 
 
