@@ -137,7 +137,9 @@ def _diagnostics_form(diagnostics: RetrievalDiagnostics) -> list[Any]:
     return form
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=canonicalize).encode
+_encode = json.JSONEncoder(
+    separators=(",", ":"), allow_nan=False, check_circular=False, default=canonicalize
+).encode
 """Compact ASCII JSON. Every object in the form is built with sorted keys, so the encoder
 need not sort (which is slower); a numpy scalar that slipped into a record goes through
 :func:`canonicalize`."""
