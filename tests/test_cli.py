@@ -24,7 +24,7 @@ def test_simulate_summary_has_the_promised_fields(capsys: pytest.CaptureFixture[
     assert set(s["records"]) == {  # type: ignore[arg-type]
         "episodic", "semantic", "procedural", "social", "spatial", "system"}
     assert 64 == len(str(s["stateHash"]))
-    assert float(s["retrievalP95Ms"]) >= float(s["retrievalP50Ms"]) > 0  # type: ignore[arg-type]
+    assert float(s["frameRetrievalP95Ms"]) >= float(s["frameRetrievalP50Ms"]) > 0  # type: ignore[arg-type]
     assert s["events"]["memory:retrieval"] == 60  # type: ignore[index]
 
 

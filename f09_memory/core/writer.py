@@ -126,39 +126,57 @@ class Writer:
         Returns:
             The new records' keys, in order.
         """
+        return self.store_groups([(am, items)], now, events, anchor)[0]
+
+    def store_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
+                     now: int, events: list[Any],
+                     anchor: int | None = None) -> list[list[int]]:
+        """:meth:`store` for several agents, with one embedding call for all their texts.
+
+        Returns:
+            Each group's new keys, in order.
+        """
         state = self.state
-        vocabulary = state.vocabulary(am.agent_id)
         tags = state.store.tags
         build = self.ingestor.build
-        new = NewRecords()
-        labels: list[tuple[str, ...]] = []
-        for item in items:
-            labels.append(build(item, am.reserve_key(), now, vocabulary, tags, new, anchor))
-        slots, evicted = am.add_batch(new)
-        vectors = self.semantic.embed_batch(
-            am.agent_id, new.keys, new.content, events) if self.semantic.available else None
-        if vectors is not None:
-            slot_list = slots.tolist()
-            for i, key in enumerate(new.keys):
-                if am.slot_of.get(key) == slot_list[i]:  # not evicted by a later item
-                    self.semantic.attach(am, slot_list[i], key, vectors[i])
+        added = []
+        for am, items in groups:
+            vocabulary = state.vocabulary(am.agent_id)
+            new = NewRecords()
+            labels = [build(item, am.reserve_key(), now, vocabulary, tags, new, anchor)
+                      for item in items]
+            slots, evicted = am.add_batch(new)
+            added.append((am, new, slots.tolist(), evicted, labels))
+        semantic = self.semantic
+        if semantic.available:
+            texts = [text for _, new, _, _, _ in added for text in new.content]
+            keys = [(am, k) for am, new, _, _, _ in added for k in new.keys]
+            vectors = semantic.embed_keys(keys, texts, events)
+            if vectors is not None:
+                row = 0
+                for am, new, slot_list, _, _ in added:
+                    for i, key in enumerate(new.keys):
+                        if am.slot_of.get(key) == slot_list[i]:  # not evicted by a later one
+                            semantic.attach(am, slot_list[i], key, vectors[row + i])
+                    row += len(new.keys)
         report_created = self.wants(RecordCreated.name)
         report_expired = self.wants(RecordExpired.name)
         report_redacted = self.wants(RecordRedacted.name)
         if report_created or report_expired or report_redacted:
-            agent_id = am.agent_id
-            for i, key in enumerate(new.keys):
-                if report_expired:
-                    events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason="overflow")
-                                  for r in evicted[i])
-                rid = am.id_of(key)
-                if report_created:
-                    layer = LAYERS_BY_CODE[new.layer[i]]
-                    events.append(RecordCreated(id=rid, layer=layer.value, agent_id=agent_id,
-                                                importance=new.importance[i]))
-                if labels[i] and report_redacted:
-                    events.append(RecordRedacted(id=rid, patterns=labels[i]))
-        return new.keys
+            for am, new, _, evicted, labels in added:
+                agent_id = am.agent_id
+                for i, key in enumerate(new.keys):
+                    if report_expired:
+                        events.extend(RecordExpired(id=r.id, layer=r.layer.value,
+                                                    reason="overflow") for r in evicted[i])
+                    rid = am.id_of(key)
+                    if report_created:
+                        events.append(RecordCreated(
+                            id=rid, layer=LAYERS_BY_CODE[new.layer[i]].value,
+                            agent_id=agent_id, importance=new.importance[i]))
+                    if labels[i] and report_redacted:
+                        events.append(RecordRedacted(id=rid, patterns=labels[i]))
+        return [new.keys for _, new, _, _, _ in added]
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""
@@ -218,12 +236,12 @@ class Writer:
             self.check_capacity(store.get(agent_id), agent_id, [p for _, p in groups[agent_id]])
         ids: list[str] = [""] * n
         events: list[Any] = []
-        for agent_id in sorted(groups):
-            group = groups[agent_id]
-            am = store.get_or_create(agent_id)
-            self.state.vocabulary(agent_id)
-            keys = self.store(am, [p for _, p in group], now, events)
-            for (i, _), key in zip(group, keys, strict=True):
+        order = sorted(groups)
+        ams = [store.get_or_create(agent_id) for agent_id in order]
+        stored = self.store_groups(
+            [(am, [p for _, p in groups[am.agent_id]]) for am in ams], now, events)
+        for am, keys in zip(ams, stored, strict=True):
+            for (i, _), key in zip(groups[am.agent_id], keys, strict=True):
                 ids[i] = am.id_of(key)
         self.publish(events)
         return IngestedRecords(self.reader, ids)

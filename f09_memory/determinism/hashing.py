@@ -22,19 +22,33 @@ import hashlib
 import json
 import math
 import operator
+from collections.abc import Callable
 from enum import Enum
-from itertools import chain
 from typing import Any, Final
 
 from pydantic import BaseModel
 
 from f09_memory.canonical import DEFAULT_QUANTUM, canonical_json, canonicalize, sha256_hex
-from f09_memory.schema.records import ProceduralMeta, RecordMetadata, SocialMeta, SpatialMeta
+from f09_memory.schema.records import (
+    MemoryRecord,
+    ProceduralMeta,
+    RecordMetadata,
+    SocialMeta,
+    SpatialMeta,
+)
 from f09_memory.schema.retrieval import RetrievalDiagnostics, RetrievedBundle, ScoreComponent
 
-__all__ = ["DEFAULT_QUANTUM", "bundle_hash", "canonical_json", "canonicalize", "sha256_hex"]
+__all__ = [
+    "DEFAULT_QUANTUM",
+    "BundleHasher",
+    "bundle_hash",
+    "record_digest",
+    "canonical_json",
+    "canonicalize",
+    "sha256_hex",
+]
 
-BUNDLE_FORM = "f09-bundle/2"
+BUNDLE_FORM = "f09-bundle/3"
 """Tag of the canonical form hashed by :func:`bundle_hash`; bump it when the form changes."""
 
 _EMPTY_METADATA: Final[dict[str, Any]] = dict(RecordMetadata().__dict__)
@@ -145,16 +159,53 @@ need not sort (which is slower); a numpy scalar that slipped into a record goes 
 :func:`canonicalize`."""
 
 
+def _record_form(values: dict[str, Any]) -> list[Any]:
+    """One record's canonical form: its row, quantized importance, tags, flag, metadata."""
+    row = list(_record_row(values))
+    if row[_HASH_AT] is None:  # a record built without a content hash
+        row[_HASH_AT] = _content_hash(values)
+    meta = values["metadata"].__dict__
+    rest = _metadata_rest(meta)
+    row.append(round(float(values["importance"]) * DEFAULT_QUANTUM))
+    row.extend(_metadata_short(meta))
+    row.append(None if rest == _EMPTY_REST else _metadata_rest_form(rest))
+    return row
+
+
+def record_digest(record: MemoryRecord) -> bytes:
+    """sha256 of one record's canonical form (what a bundle hash covers of it)."""
+    return hashlib.sha256(_encode(_record_form(record.__dict__)).encode("ascii")).digest()
+
+
+def _bundle_hash(bundle: RetrievedBundle,
+                 digest: Callable[[MemoryRecord], bytes]) -> str:
+    values = bundle.__dict__
+    records = values["records"]
+    tail = [
+        BUNDLE_FORM,
+        len(records),
+        values["total_tokens"],
+        values["truncated"],
+        values["strategy_applied"],
+        _diagnostics_form(values["diagnostics"]),
+    ]
+    h = hashlib.sha256(_encode(tail).encode("ascii"))
+    for record in records:
+        h.update(digest(record))
+    return h.hexdigest()
+
+
 def bundle_hash(bundle: RetrievedBundle) -> str:
     """Deterministic hash of a retrieval result.
 
-    Covers, per record, its id (which names the agent), layer, importance (quantized),
-    created_at, recency_anchor, ttl, tokens_estimate, embedding_ref, redacted flag, the
-    sha256 of its content (``record.hash`` when set) and its metadata; then the bundle's
-    total_tokens, truncated, strategy_applied and every diagnostics field except the
-    measured ``time_ms`` (scoring-breakdown weights quantized). Record order counts.
+    Covers, per record (in order), its id (which names the agent), layer, importance
+    (quantized), created_at, recency_anchor, ttl, tokens_estimate, embedding_ref, redacted
+    flag, the sha256 of its content (``record.hash`` when set) and its metadata; then the
+    bundle's total_tokens, truncated, strategy_applied and every diagnostics field except
+    the measured ``time_ms`` (scoring-breakdown weights quantized).
 
-    Runtime complexity: ``O(records)``, a few microseconds per record.
+    Runtime complexity: ``O(records)``, a few microseconds per record
+    (:class:`BundleHasher` reuses the digests of records seen before).
 
     Args:
         bundle: A retrieval result.
@@ -162,34 +213,32 @@ def bundle_hash(bundle: RetrievedBundle) -> str:
     Returns:
         64 lowercase hex characters; equal bundles give equal hashes in every process.
     """
-    values = bundle.__dict__
-    records = values["records"]
-    fields = [record.__dict__ for record in records]
-    rows = list(chain.from_iterable(map(_record_row, fields)))
-    if None in rows[_HASH_AT::_ROW]:  # records built without a content hash
-        for i, f in enumerate(fields):
-            if rows[i * _ROW + _HASH_AT] is None:
-                rows[i * _ROW + _HASH_AT] = _content_hash(f)
-    importance = [round(float(f["importance"]) * DEFAULT_QUANTUM) for f in fields]
-    metadata = [f["metadata"].__dict__ for f in fields]
-    tags_flagged = list(chain.from_iterable(map(_metadata_short, metadata)))
-    rest = list(map(_metadata_rest, metadata))
-    if rest.count(_EMPTY_REST) == len(rest):
-        rest_forms: list[Any] | None = None
-    else:
-        rest_forms = [
-            None if r == _EMPTY_REST else _metadata_rest_form(r) for r in rest
-        ]
-    form = [
-        BUNDLE_FORM,
-        len(records),
-        rows,
-        importance,
-        tags_flagged,
-        rest_forms,
-        values["total_tokens"],
-        values["truncated"],
-        values["strategy_applied"],
-        _diagnostics_form(values["diagnostics"]),
-    ]
-    return hashlib.sha256(_encode(form).encode("ascii")).hexdigest()
+    return _bundle_hash(bundle, record_digest)
+
+
+class BundleHasher:
+    """``bundle_hash`` that remembers record digests, for hashing every frame's bundles.
+
+    The engine hands back the same record object while a record is unchanged, so a digest
+    is remembered by object identity (the object is kept with it, so the identity cannot
+    be reused); at most ``capacity`` digests are kept, then the memo starts over. The hashes
+    are exactly :func:`bundle_hash`'s.
+    """
+
+    def __init__(self, capacity: int = 65_536) -> None:
+        self._capacity = capacity
+        self._memo: dict[int, tuple[MemoryRecord, bytes]] = {}
+
+    def _digest(self, record: MemoryRecord) -> bytes:
+        hit = self._memo.get(id(record))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        if len(self._memo) >= self._capacity:
+            self._memo.clear()
+        digest = record_digest(record)
+        self._memo[id(record)] = (record, digest)
+        return digest
+
+    def __call__(self, bundle: RetrievedBundle) -> str:
+        """The :func:`bundle_hash` of ``bundle``."""
+        return _bundle_hash(bundle, self._digest)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from f09_memory.determinism.hashing import bundle_hash
+from f09_memory.determinism.hashing import BundleHasher
 from f09_memory.engine import MemoryEngine
 from f09_memory.protocols import LLMClient
 from f09_memory.schema.enums import PressureState, Purpose, Strategy
@@ -133,7 +133,8 @@ class VillageResult:
     """The outcome of a run: its hashes and what it measured.
 
     ``retrieval_hash`` chains every bundle hash in order; ``state_hash`` is the engine's at
-    the end. ``latencies_ms`` are wall-clock measurements (never part of a hash).
+    the end. ``latencies_ms`` are the wall-clock time of each frame's ``retrieve_many`` for
+    all agents (never part of a hash).
     """
 
     agents: int
@@ -175,7 +176,8 @@ def run_village(
 ) -> VillageResult:
     """Run the village on ``engine``.
 
-    Per tick: ingest each agent's events, retrieve each agent's context, then ``engine.tick``.
+    Per tick, as a host should: one ``ingest_batch`` with every agent's observations, one
+    ``retrieve_many`` with every agent's request, then ``engine.tick``.
 
     Args:
         engine: A fresh engine (its config and seed are the caller's).
@@ -196,6 +198,7 @@ def run_village(
     purposes = list(Purpose)
     strategies = [Strategy.BALANCED, Strategy.BALANCED, Strategy.RECENCY, Strategy.IMPORTANCE]
     chain = hashlib.sha256()
+    bundle_hash = BundleHasher()  # unchanged records are not hashed again
     counts: dict[str, int] = {}
 
     def count(ev: Any) -> None:
@@ -207,22 +210,27 @@ def run_village(
         for tick in range(ticks):
             now = (tick + 1) * tick_ms
             engine.set_pressure(_pressure_at(tick))
+            frame = []
             for i, name in enumerate(names):
-                items = village_items(rng, names, i)
-                if items:
-                    result.ingested += len(engine.ingest_many(name, items, now=now))
-            for i, name in enumerate(names):
-                request = RetrievalRequest(
+                frame.extend({"agent_id": name, **item}
+                             for item in village_items(rng, names, i))
+            if frame:  # one call for the whole crowd's observations
+                result.ingested += len(engine.ingest_batch(frame, now=now))
+            requests = [
+                RetrievalRequest(
                     agent_id=name,
                     purpose=purposes[(tick + i) % len(purposes)],
                     max_tokens=int(rng.integers(100, 800)),
                     strategy=strategies[int(rng.integers(0, len(strategies)))],
                 )
-                t0 = time.perf_counter()
-                bundle = engine.retrieve(request, now=now)
-                result.latencies_ms.append((time.perf_counter() - t0) * 1000.0)
+                for i, name in enumerate(names)
+            ]
+            t0 = time.perf_counter()
+            bundles = engine.retrieve_many(requests, now=now)  # one call for the frame
+            result.latencies_ms.append((time.perf_counter() - t0) * 1000.0)
+            for bundle in bundles:
                 chain.update(bundle_hash(bundle).encode("ascii"))
-                result.retrievals += 1
+            result.retrievals += len(bundles)
             engine.tick(now, budget_ms=budget_ms)
             if llm is not None:
                 engine.summarize_pending(llm, now=now)

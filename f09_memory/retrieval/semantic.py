@@ -34,7 +34,7 @@ from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.retrieval.orchestrator import SemanticTerm
 from f09_memory.schema.retrieval import RetrievalRequest
-from f09_memory.store.agent import AgentMemory, record_id
+from f09_memory.store.agent import AgentMemory
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
@@ -117,22 +117,26 @@ class SemanticMemory:
             return provider.embed(texts)
         return embed_in_batches(provider, texts, self.config.embedding_batch_size)
 
-    def embed_batch(
-        self, agent_id: str, keys: Sequence[int], texts: Sequence[str], events: list[Any]
+    def embed_keys(
+        self, keys: Sequence[tuple[AgentMemory, int]], texts: Sequence[str], events: list[Any]
     ) -> NDArray[np.float32] | None:
-        """Embed the contents of records about to be stored (one batched call).
+        """Embed the texts of records about to be stored (one batched call for all).
 
-        Returns ``None`` if no provider is available or it failed (then a
-        ``memory:embedding:failed`` event is queued in ``events``).
+        Returns ``None`` if no provider is available or it failed (then one
+        ``memory:embedding:failed`` event per agent is queued in ``events``).
         """
         if not self.available or not texts:
             return None
         try:
             return self._embed(texts)
         except MemoryEngineError as exc:
-            events.append(EmbeddingFailed(
-                agent_id=agent_id, record_ids=tuple(record_id(agent_id, k) for k in keys),
-                reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
+            by_agent: dict[str, list[str]] = {}
+            for am, key in keys:
+                by_agent.setdefault(am.agent_id, []).append(am.id_of(key))
+            for agent_id, ids in by_agent.items():
+                events.append(EmbeddingFailed(
+                    agent_id=agent_id, record_ids=tuple(ids),
+                    reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
             return None
 
     def attach(self, am: AgentMemory, slot: int, key: int, vector: NDArray[np.float32]) -> None:

@@ -224,3 +224,25 @@ def test_the_hashed_field_lists_cover_every_field() -> None:
     assert set(METADATA_CHANGES) == set(RecordMetadata.model_fields)
     assert set(BUNDLE_CHANGES) | {"records", "diagnostics"} == set(RetrievedBundle.model_fields)
     assert set(DIAGNOSTICS_CHANGES) | {"time_ms"} == set(RetrievalDiagnostics.model_fields)
+
+
+def test_bundle_hasher_gives_bundle_hash_and_sees_changed_records() -> None:
+    from f09_memory import MemoryEngine, RetrievalRequest
+    from f09_memory.determinism.hashing import BundleHasher, bundle_hash
+
+    engine = MemoryEngine()
+    rec = engine.ingest("a", "Saw the smith at the well.", importance=0.4, now=1)
+    engine.ingest("a", "It rained.", now=2)
+    hasher = BundleHasher(capacity=1)  # the memo also starts over when full
+    request = RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=400)
+    first = engine.retrieve(request, now=3)
+    assert bundle_hash(first) == hasher(first) == hasher(first)
+    engine.ingest_claim("a", "Smith owes 3.", _claim(), now=4)
+    second = engine.retrieve(request, now=5)
+    assert bundle_hash(second) == hasher(second) != hasher(first)
+    assert rec.id in [r.id for r in second.records]
+
+
+def _claim():  # type: ignore[no-untyped-def]
+    from f09_memory.ingestion import Claim
+    return Claim("smith", "owes", "3")
