@@ -210,7 +210,7 @@ def run_village(
         for tick in range(ticks):
             now = (tick + 1) * tick_ms
             engine.set_pressure(_pressure_at(tick))
-            frame = []
+            frame: list[dict[str, Any]] = []
             for i, name in enumerate(names):
                 frame.extend({"agent_id": name, **item}
                              for item in village_items(rng, names, i))
