@@ -7,6 +7,8 @@ from numpy.typing import NDArray
 
 __all__ = ["pack_sequential"]
 
+_PYTHON_BELOW = 256
+
 
 def pack_sequential(tokens: NDArray[np.int64], budget: int) -> tuple[NDArray[np.intp], int, bool]:
     """Choose records in the given (score) order while they fit the budget.
@@ -29,6 +31,14 @@ def pack_sequential(tokens: NDArray[np.int64], budget: int) -> tuple[NDArray[np.
     n = int(tokens.shape[0])
     if n == 0:
         return np.zeros(0, dtype=np.intp), 0, False
+    if n <= _PYTHON_BELOW:  # a plain loop beats numpy's per-call cost on short inputs
+        taken: list[int] = []
+        left = budget
+        for i, cost in enumerate(tokens.tolist()):
+            if cost <= left:
+                taken.append(i)
+                left -= cost
+        return np.asarray(taken, dtype=np.intp), budget - left, len(taken) < n
     pieces: list[NDArray[np.intp]] = []
     remaining = budget
     pos = 0

@@ -92,6 +92,7 @@ class _Job:
     term: SemanticTerm = _NO_SEMANTIC
     candidates: int = 0
     slots: NDArray[np.intp] | None = None
+    mean_tokens: float | None = None
 
 
 class Retriever:
@@ -292,6 +293,10 @@ class Retriever:
             score += w[:, 2] * sims
         q = quantize(score, self.config.score_quantum)
         tokens = pick("tokens")
+        sizes = np.diff(bounds)
+        sums = np.add.reduceat(tokens.astype(np.int64), bounds[:-1]) if tokens.shape[0] else (
+            np.zeros(len(live), dtype=np.int64))
+        means = np.where(sizes > 0, sums / np.maximum(sizes, 1), 1.0).tolist()
         out: list[RetrievedBundle] = []
         live_at = dict(zip(live, range(len(live)), strict=True))
         for i, job in enumerate(jobs):
@@ -302,6 +307,7 @@ class Retriever:
             a, b = int(bounds[n]), int(bounds[n + 1])
             sel = np.flatnonzero(keep[a:b]) + a if not keep[a:b].all() else slice(a, b)
             job.slots = slot_of_row[sel]
+            job.mean_tokens = means[n]
             out.append(self._bundle(job, q[sel], self._tokens(tokens[sel], job.pressure)))
         return out
 
@@ -327,7 +333,7 @@ class Retriever:
         if am is not None and job.slots is not None and q is not None and tokens is not None:
             slots = job.slots
             chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, job.budget,
-                                                     request.limit)
+                                                     request.limit, job.mean_tokens)
             picked = slots[chosen]
             if profile.compress:
                 records, total = self._compress(am, picked, self._ratio(profile), profile)

@@ -4,9 +4,9 @@ The full order is ``(quantized score desc, key asc)``. Sorting all n candidates 
 O(n log n) (about 0.1 ms at n = 2,000); a bundle rarely holds more than a few hundred. So
 the top-K by score (K from the budget and the mean record size) are partitioned out in
 O(n), every candidate tied with the K-th score is added, and only that prefix is sorted.
-That prefix is *exactly* the start of the full order. Packing it gives the same result as
-packing the full order unless budget is left that a later candidate could still use; in
-that case the whole order is built. The result is therefore identical to the full sort.
+That prefix is *exactly* the start of the full order. Packing goes on after it with the
+budget left, which only shrinks, so of the later candidates only those that fit what is
+left are ordered and packed. The result is therefore identical to the full sort.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _full(q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int6
 
 def rank_and_pack(
     q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64], budget: int,
-    limit: int | None = None,
+    limit: int | None = None, mean_tokens: float | None = None,
 ) -> tuple[NDArray[np.intp], int, bool]:
     """Order candidates by ``(q desc, key asc)`` and pack them under ``budget``.
 
@@ -52,6 +52,8 @@ def rank_and_pack(
         tokens: Token cost of each candidate.
         budget: Token budget.
         limit: At most this many records (the first ones packed); ``None`` for no cap.
+        mean_tokens: The candidates' mean token cost when the caller has it (a hint that
+            only sizes the first prefix; the result does not depend on it).
 
     Returns:
         ``(positions, total_tokens, truncated)``: positions into the inputs of the packed
@@ -60,7 +62,7 @@ def rank_and_pack(
     n = int(q.shape[0])
     if n < FULL_SORT_BELOW:
         return _full(q, keys, tokens, budget, limit)
-    mean = max(1.0, float(tokens.mean()))
+    mean = max(1.0, float(tokens.mean()) if mean_tokens is None else mean_tokens)
     k = min(n, max(PREFIX_MIN, int(min(2.0 * budget / mean, 2**40))))
     if limit is not None:
         k = min(k, max(limit, 1))
@@ -74,12 +76,20 @@ def rank_and_pack(
     chosen, total, truncated = pack_sequential(tokens[order], budget)
     if limit is not None and chosen.shape[0] >= limit:  # the first `limit` are final
         return _limited(order, chosen, total, truncated or prefix.shape[0] < n, tokens, limit)
+    picked = order[chosen]
     remaining = budget - total
     if prefix.shape[0] < n:
-        rest = np.ones(n, dtype=np.bool_)
-        rest[prefix] = False
-        if int(tokens[rest].min()) <= remaining:  # a later candidate could still fit
-            return _full(q, keys, tokens, budget, limit)
-    if prefix.shape[0] < n:
-        truncated = True
-    return order[chosen], total, truncated
+        # Packing goes on after the prefix with what is left; the room only shrinks, so a
+        # later candidate larger than it can never be packed: order only those that fit.
+        later = neg > threshold
+        later &= tokens <= remaining
+        rest = np.flatnonzero(later)
+        if rest.shape[0]:
+            rest = rest[np.lexsort((keys[rest], neg[rest]))]
+            more, extra, _ = pack_sequential(tokens[rest], remaining)
+            picked = np.concatenate((picked, rest[more]))
+            total += extra
+        if limit is not None and picked.shape[0] > limit:
+            picked = picked[:limit]
+            total = int(tokens[picked].sum())
+    return picked, total, picked.shape[0] < n
