@@ -49,6 +49,7 @@ __all__ = [
     "RecordCreated",
     "RecordExpired",
     "RecordRedacted",
+    "RecordUpdated",
     "RetrievalPerformed",
     "SummarizationCompleted",
     "SummarizationFailed",
@@ -85,12 +86,24 @@ class RecordCreated(_Payload):
 
 @dataclass(frozen=True, slots=True)
 class RecordExpired(_Payload):
-    """A record left memory: ``reason`` is ``ttl``, ``overflow`` (ring full) or ``retention``."""
+    """A record left memory: ``reason`` is ``ttl``, ``overflow`` (ring full), ``retention``,
+    ``summarized`` or ``forgotten`` (``engine.forget``)."""
 
     name: ClassVar[str] = "memory:record:expired"
     id: str
     layer: str
     reason: str = "ttl"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordUpdated(_Payload):
+    """A record was changed in place: ``fields`` names what changed; ``reason`` is ``update``
+    (``engine.update``) or ``dedup`` (the same content again reinforced it)."""
+
+    name: ClassVar[str] = "memory:record:updated"
+    id: str
+    fields: tuple[str, ...] = ()
+    reason: str = "update"
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,14 +196,15 @@ class EmbeddingFailed(_Payload):
 
 
 Event = (
-    RecordCreated | RecordExpired | RecordRedacted | SummarizationQueued
+    RecordCreated | RecordExpired | RecordUpdated | RecordRedacted | SummarizationQueued
     | SummarizationCompleted | SummarizationFailed | RetrievalPerformed | MemoryCompaction
     | DecayApplied | PressureChanged | EmbeddingFailed
 )
 Handler = Callable[[Any], None]
 
 _PAYLOADS: tuple[type[_Payload], ...] = (
-    RecordCreated, RecordExpired, RecordRedacted, SummarizationQueued, SummarizationCompleted,
+    RecordCreated, RecordExpired, RecordUpdated, RecordRedacted, SummarizationQueued,
+    SummarizationCompleted,
     SummarizationFailed, RetrievalPerformed, MemoryCompaction, DecayApplied, PressureChanged,
     EmbeddingFailed,
 )

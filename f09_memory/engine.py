@@ -343,6 +343,40 @@ class MemoryEngine(Journaled):
                             claim, layer=layer, importance=importance, tags=tags,
                             now=self._time(now))
 
+    @journaled
+    def forget(self, record_ids: Iterable[str] | None = None, *,
+               agent_id: str | None = None) -> int:
+        """Remove records now: the ones named (all or nothing), or all of ``agent_id``.
+
+        Each emits ``memory:record:expired`` with reason ``forgotten``. The agent keeps its
+        id counter, so ids are never reused. Runtime complexity: O(records removed).
+
+        Returns:
+            How many records were removed.
+
+        Raises:
+            InputInvalidError: Neither or both arguments given.
+            RecordNotFoundError: An id is not a live record (nothing is removed).
+        """
+        return self._writer.forget(record_ids, agent_id)
+
+    @journaled
+    def update(self, record_id: str, *, importance: float | None = None,
+               tags: Sequence[str] | None = None, content: str | None = None) -> MemoryRecord:
+        """Change a live record's importance, tags (replaced) and/or content in place.
+
+        New text is redacted like an ingest; new content gets a new token estimate and is
+        re-embedded by a later tick. Emits ``memory:record:updated``. O(1).
+
+        Returns:
+            The updated record.
+
+        Raises:
+            RecordNotFoundError: ``record_id`` is not a live record.
+            InputInvalidError: A malformed value, or nothing to change (state unchanged).
+        """
+        return self._reader.build(*self._writer.update(record_id, importance, tags, content))
+
     def typed_extraction_prompt(
         self, agent_id: str, record_ids: Sequence[str], *, today_date: str
     ) -> TypedExtractionPrompt:

@@ -129,6 +129,13 @@ class MemoryConfig(_ConfigModel):
     max_records_per_agent: PosInt = 1_000_000
     """Hard ceiling of live records per agent: an ingest beyond it raises
     MEMORY_CAPACITY_EXCEEDED."""
+    dedup_window_ms: Annotated[StrictInt, Field(ge=0, le=2**62)] = 0
+    """Ingest dedup: a record whose normalized content (casefolded, whitespace collapsed,
+    after redaction) equals a live record of the same agent and layer created less than
+    this long ago reinforces that record (importance + ``dedup_importance_step``, recency
+    anchor moved to now) instead of adding a copy. 0 turns dedup off."""
+    dedup_importance_step: Annotated[float, Field(ge=0.0, le=1.0)] = 0.05
+    """Importance added to a record each time ingest dedup reinforces it (capped at 1)."""
     work_units_per_ms: PosInt = 200_000
     """Records of maintenance work that ``tick`` counts as one millisecond of budget; slicing
     by counted work (not the wall clock) keeps ticks deterministic on any machine."""

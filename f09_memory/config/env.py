@@ -25,13 +25,14 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "MEMORY_RETENTION_SEMANTIC_MAX": ("retention_policy", "semantic_max"),
     "MEMORY_RETENTION_SOCIAL_MAX": ("retention_policy", "social_max"),
     "MEMORY_RETENTION_PROCEDURAL_MAX": ("retention_policy", "procedural_max"),
+    "MEMORY_DEDUP_WINDOW_MS": ("dedup_window_ms",),
 }
 """Each variable and the config field path it sets."""
 
 _INT_FIELDS = {
     "episodic_max", "episodic_window", "summarization_min_interval_ms",
     "summarization_batch_size", "decay_half_life_ms", "embedding_dim", "max_context_tokens",
-    "semantic_max", "social_max", "procedural_max",
+    "semantic_max", "social_max", "procedural_max", "dedup_window_ms",
 }
 _FLOAT_FIELDS = {"importance_boost", "throttle_compression_ratio"}
 
@@ -42,6 +43,7 @@ class MemoryEnv(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", case_sensitive=True, extra="ignore")
 
     EPISODIC_MAX: str | None = None
+    DEDUP_WINDOW_MS: str | None = None
     EPISODIC_WINDOW_MS: str | None = None
     SUMMARIZATION_MIN_INTERVAL_MS: str | None = None
     SUMMARIZATION_BATCH: str | None = None

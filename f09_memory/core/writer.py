@@ -12,19 +12,37 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from f09_memory.bus import EngineBus, RecordCreated, RecordExpired, RecordRedacted
+from f09_memory.bus import (
+    EngineBus,
+    RecordCreated,
+    RecordExpired,
+    RecordRedacted,
+    RecordUpdated,
+)
 from f09_memory.core.records import IngestedRecords, RecordReader
 from f09_memory.core.state import EngineState
-from f09_memory.errors import CapacityExceededError, InputInvalidError, MemoryEngineError
+from f09_memory.errors import (
+    CapacityExceededError,
+    InputInvalidError,
+    MemoryEngineError,
+    RecordNotFoundError,
+)
 from f09_memory.ingestion.pipeline import (
     Ingestor,
     PendingRecord,
     validate_agent_id,
+    validate_item,
     validate_mapping,
 )
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.agent import AgentMemory, NewRecords, Removed
+from f09_memory.store.agent import (
+    AgentMemory,
+    NewRecords,
+    Removed,
+    content_fingerprint,
+    normalized_content,
+)
 
 __all__ = ["Writer"]
 
@@ -139,12 +157,21 @@ class Writer:
         state = self.state
         tags = state.store.tags
         build = self.ingestor.build
+        window = state.config.dedup_window_ms
         added = []
+        results: list[list[int]] = []
         for am, items in groups:
             vocabulary = state.vocabulary(am.agent_id)
             new = NewRecords()
-            labels = [build(item, am.reserve_key(), now, vocabulary, tags, new, anchor)
-                      for item in items]
+            labels: list[tuple[str, ...]] = []
+            placed: list[int] | None = None
+            if window and anchor is None:
+                placed = []
+                items = self._dedup(am, items, now, window, placed, events)
+            for item in items:
+                labels.append(build(item, am.reserve_key(), now, vocabulary, tags, new, anchor))
+            results.append(new.keys if placed is None else
+                           [new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
             added.append((am, new, slots.tolist(), evicted, labels))
         semantic = self.semantic
@@ -176,7 +203,44 @@ class Writer:
                             agent_id=agent_id, importance=new.importance[i]))
                     if labels[i] and report_redacted:
                         events.append(RecordRedacted(id=rid, patterns=labels[i]))
-        return [new.keys for _, new, _, _, _ in added]
+        return results
+
+    def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], now: int, window: int,
+               out: list[int], events: list[Any]) -> list[PendingRecord]:
+        """Reinforce live records that ``items`` repeat; return the items still to store.
+
+        ``out`` receives, per input item, the key of the record it became: an existing key,
+        or ``-(1 + i)`` for the i-th item to store (resolved by the caller). A repeat of an
+        earlier item of the same batch reinforces that one.
+        """
+        redact = self.ingestor.redactor.redact_text
+        step = self.state.config.dedup_importance_step
+        index = am.dedup_index()
+        fresh: list[PendingRecord] = []
+        seen: dict[tuple[int, int], int] = {}
+        for item in items:
+            text = redact(item.content)
+            fp = content_fingerprint(item.layer.code, text)
+            if fp in seen:  # a repeat inside the batch: the first copy is reinforced
+                out.append(out[seen[fp]])
+                continue
+            key = index.get(fp)
+            slot = am.slot_of.get(key) if key is not None else None
+            if key is not None and slot is not None and int(am.created[slot]) > now - window \
+                    and normalized_content(am.content[slot] or "") == normalized_content(text):
+                am.update(key, importance=min(1.0, round(float(am.importance[slot]) + step, 6)),
+                          anchor=max(now, int(am.anchor[slot])))
+                if self.wants(RecordUpdated.name):
+                    events.append(RecordUpdated(id=am.id_of(key),
+                                                fields=("importance", "recency_anchor"),
+                                                reason="dedup"))
+                seen[fp] = len(out)
+                out.append(key)
+                continue
+            seen[fp] = len(out)
+            out.append(-(1 + len(fresh)))
+            fresh.append(item)
+        return fresh
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""
@@ -184,6 +248,109 @@ class Writer:
         if self.wants(RecordExpired.name):
             events.append(RecordExpired(id=removed.id, layer=removed.layer.value, reason=reason))
         return removed
+
+    # ------------------------------------------------------------------ forget / update
+    def forget(self, record_ids: object, agent_id: object) -> int:
+        """Remove records by id (all or nothing), or every record of one agent.
+
+        Returns:
+            How many records were removed (``memory:record:expired`` reason ``forgotten``).
+
+        Raises:
+            InputInvalidError: Neither or both of ``record_ids`` and ``agent_id``.
+            RecordNotFoundError: An id is not a live record (nothing removed).
+        """
+        if (record_ids is None) == (agent_id is None):
+            raise InputInvalidError("forget needs record_ids or agent_id (exactly one)",
+                                    details={"field": "record_ids"})
+        targets: list[tuple[AgentMemory, int]] = []
+        if agent_id is not None:
+            am = self.state.store.get(validate_agent_id(agent_id))
+            if am is not None:
+                targets = [(am, key) for key in sorted(am.slot_of)]
+        else:
+            if isinstance(record_ids, str | bytes) or not isinstance(record_ids, Iterable):
+                raise InputInvalidError("record_ids must be a list of record ids",
+                                        details={"field": "record_ids"})
+            seen: set[str] = set()
+            for rid in record_ids:
+                found = self.reader.locate(rid)
+                if found is None:
+                    raise RecordNotFoundError(
+                        "forget: an id is not a live record (nothing was removed); pass ids "
+                        "of live records such as 'agent:0000000042'",
+                        details={"id": str(rid)[:200]})
+                if rid not in seen:
+                    seen.add(rid)
+                    am, slot = found
+                    targets.append((am, am.key.item(slot)))
+        events: list[Any] = []
+        for am, key in targets:
+            self.remove(am, key, "forgotten", events)
+        self.publish(events)
+        return len(targets)
+
+    def update(self, record_id: str, importance: object, tags: object,
+               content: object) -> tuple[AgentMemory, int]:
+        """Change a live record's importance, tags and/or content in place.
+
+        The new content and tags are redacted like an ingest; a new content gets a new token
+        estimate and is re-embedded by a later tick. Emits ``memory:record:updated``.
+
+        Returns:
+            The record's agent memory and slot.
+
+        Raises:
+            RecordNotFoundError: ``record_id`` is not a live record.
+            InputInvalidError: A malformed value, or nothing to change (state unchanged).
+        """
+        found = self.reader.locate(record_id)
+        if found is None:
+            raise RecordNotFoundError(
+                "update: no live record with that id (it may have expired or been "
+                "forgotten); ids look like 'agent:0000000042'",
+                details={"id": str(record_id)[:200]})
+        if importance is None and tags is None and content is None:
+            raise InputInvalidError("update needs importance, tags or content",
+                                    details={"field": "update"})
+        item = validate_item("x" if content is None else content, MemoryLayer.EPISODIC,
+                             importance, tags)
+        am, slot = found
+        key = am.key.item(slot)
+        redact = self.ingestor.redactor.redact
+        fields: list[str] = []
+        labels: tuple[str, ...] = ()
+        changes: dict[str, Any] = {}
+        if importance is not None:
+            changes["importance"] = item.importance
+            fields.append("importance")
+        if tags is not None:
+            red: list[str] = []
+            for tag in item.tags:
+                text, hits = redact(tag)
+                red.append(text)
+                labels += hits
+            changes["tagset"] = self.state.store.tags.intern(tuple(dict.fromkeys(red)))
+            fields.append("tags")
+        if content is not None:
+            text, hits = redact(item.content)
+            labels += hits
+            changes["content"] = text
+            changes["tokens"] = self.ingestor.counter.count(text)
+            fields.append("content")
+        if labels:
+            changes["redacted"] = True
+        am.update(key, **changes)
+        if content is not None:
+            am.mark_embedded(slot, False)  # re-embedded by a later tick
+        events: list[Any] = []
+        if self.wants(RecordUpdated.name):
+            events.append(RecordUpdated(id=am.id_of(key), fields=tuple(fields)))
+        if labels and self.wants(RecordRedacted.name):
+            events.append(RecordRedacted(id=am.id_of(key),
+                                         patterns=tuple(dict.fromkeys(labels))))
+        self.publish(events)
+        return am, slot
 
     # ------------------------------------------------------------------ public operations
     def ingest_items(self, agent_id: str, pending: Sequence[PendingRecord],

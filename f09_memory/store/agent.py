@@ -26,7 +26,9 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -48,6 +50,8 @@ __all__ = [
     "NewRecords",
     "RecordExtra",
     "Removed",
+    "content_fingerprint",
+    "normalized_content",
     "record_id",
 ]
 
@@ -60,6 +64,23 @@ _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
 _MASK128 = (1 << 128) - 1
 _HEAD = struct.Struct("<qbq?qqiqbb?i")
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def content_fingerprint(layer: int, text: str) -> tuple[int, int]:
+    """``(layer, 64-bit digest)`` of the normalized text (casefolded, spaces collapsed).
+
+    The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts.
+    """
+    raw = normalized_content(text).encode("utf-8", "surrogatepass")
+    return layer, zlib.crc32(raw) | (zlib.crc32(raw, 0x9E3779B9) << 32)
+
+
+def normalized_content(text: str) -> str:
+    """The form ingest dedup compares: casefolded, whitespace collapsed, stripped."""
+    return _SPACES.sub(" ", text).strip().casefold()
 
 
 def record_id(agent_id: str, key: int) -> str:
@@ -178,6 +199,8 @@ class AgentMemory:
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.claims: dict[str, int] = {}
         """Active claim key (``claimKey`` attribute) -> record key."""
+        self.dedup: dict[tuple[int, int], int] | None = None
+        """Ingest dedup index, :func:`content_fingerprint` -> key (built on first use)."""
         self.min_deadline = NO_DEADLINE
         """A lower bound of the live records' TTL deadlines (expiry skips the agent before)."""
         self.digest_sum = 0
@@ -399,6 +422,9 @@ class AgentMemory:
         for i, slot in enumerate(slot_list):
             content[slot] = new.content[i]
             slot_of[new.keys[i]] = slot
+        if self.dedup is not None:
+            for i, text in enumerate(new.content):
+                self.dedup[content_fingerprint(new.layer[i], text)] = new.keys[i]
         for i, text in new.source_event.items():
             self.source_event[new.keys[i]] = text
         for i, extra in new.extras.items():
@@ -443,6 +469,8 @@ class AgentMemory:
         code = int(self.layer[slot])
         if code == _EPISODIC:
             self.ring.discard(key)
+        if self.dedup is not None:
+            self._forget_fingerprint(slot, key)
         self._unhash(slot)
         self.alive[slot] = False
         if self.embedded[slot]:
@@ -456,11 +484,31 @@ class AgentMemory:
         self.free.append(slot)
         return Removed(self.id_of(key), LAYERS_BY_CODE[code], key)
 
+    def _forget_fingerprint(self, slot: int, key: int) -> None:
+        assert self.dedup is not None
+        text = self.content[slot]
+        if text is not None:
+            fp = content_fingerprint(int(self.layer[slot]), text)
+            if self.dedup.get(fp) == key:
+                del self.dedup[fp]
+
+    def dedup_index(self) -> dict[tuple[int, int], int]:
+        """The dedup index, built from the live records on first use (newest key wins)."""
+        if self.dedup is None:
+            index: dict[tuple[int, int], int] = {}
+            for key, slot in sorted(self.slot_of.items()):
+                text = self.content[slot]
+                assert text is not None
+                index[content_fingerprint(int(self.layer[slot]), text)] = key
+            self.dedup = index
+        return self.dedup
+
     def update(
         self,
         key: int,
         *,
         importance: float | None = None,
+        anchor: int | None = None,
         content: str | None = None,
         tokens: int | None = None,
         redacted: bool | None = None,
@@ -476,7 +524,12 @@ class AgentMemory:
         self._unhash(slot)
         if importance is not None:
             self.importance[slot] = importance
+        if anchor is not None:
+            self.anchor[slot] = anchor
         if content is not None:
+            if self.dedup is not None:
+                self._forget_fingerprint(slot, key)
+                self.dedup[content_fingerprint(int(self.layer[slot]), content)] = key
             self.content[slot] = content
         if tokens is not None:
             self.tokens[slot] = tokens
@@ -594,3 +647,9 @@ class AgentMemory:
         )
         ring_keys = list(self.ring)
         assert ring_keys == sorted(ring_keys), "ring out of insertion order"
+        if self.dedup is not None:
+            for fp, key in self.dedup.items():
+                slot = self.slot_of[key]
+                text = self.content[slot]
+                assert text is not None
+                assert content_fingerprint(int(self.layer[slot]), text) == fp, "dedup drifted"

@@ -84,10 +84,11 @@ def test_from_env_reads_every_section_21_variable() -> None:
         "MEMORY_MAX_CONTEXT_TOKENS": "900", "MEMORY_REDACT_PATTERNS": "EMAIL, secret-\\d+ ,",
         "MEMORY_REDACTION_MODE": "off", "MEMORY_RETENTION_SEMANTIC_MAX": "4",
         "MEMORY_RETENTION_SOCIAL_MAX": "3", "MEMORY_RETENTION_PROCEDURAL_MAX": "2",
-        "UNRELATED": "x",
+        "MEMORY_DEDUP_WINDOW_MS": "60000", "UNRELATED": "x",
     }
     assert set(ENV_FIELDS) == {k for k in env if k.startswith("MEMORY_")}
     c = MemoryConfig.from_env(env)
+    assert 60_000 == c.dedup_window_ms
     assert (50, 1000, 5, 10, 7, 3.5, 0.4, 64, 900) == (
         c.episodic_max, c.episodic_window, c.summarization_min_interval_ms,
         c.summarization_batch_size, c.decay_half_life_ms, c.importance_boost,

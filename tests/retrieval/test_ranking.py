@@ -36,3 +36,24 @@ def test_large_candidate_set_with_small_budget_uses_the_prefix() -> None:
     positions, total, truncated = rank_and_pack(q, keys, tokens, 100)
     assert list(range(n - 1, n - 11, -1)) == positions.tolist()
     assert (100, True) == (total, truncated)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 2_000), budget=st.integers(1, 4_000), seed=st.integers(0, 10**6),
+       levels=st.sampled_from([3, 50, 10**9]), max_tok=st.sampled_from([1, 3, 30, 400]),
+       limit=st.one_of(st.none(), st.integers(1, 300)),
+       hint=st.one_of(st.none(), st.floats(0.5, 500)))
+def test_limit_and_mean_hint_keep_the_full_sort_result(
+    n: int, budget: int, seed: int, levels: int, max_tok: int, limit: int | None,
+    hint: float | None,
+) -> None:
+    rng = np.random.default_rng(seed)
+    q = rng.integers(0, levels, n).astype(np.int64)
+    keys = rng.permutation(n * 3)[:n].astype(np.int64)
+    tokens = rng.integers(1, max_tok + 1, n).astype(np.int64)
+    ids, total, truncated = full_reference(q, keys, tokens, budget)
+    if limit is not None and len(ids) > limit:
+        ids = ids[:limit]
+        total, truncated = int(tokens[ids].sum()), True
+    got = rank_and_pack(q, keys, tokens, budget, limit, hint)
+    assert (ids, total, truncated) == (got[0].tolist(), got[1], got[2])

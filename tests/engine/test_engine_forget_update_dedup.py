@@ -1,0 +1,145 @@
+"""engine.forget, engine.update and ingest dedup: behaviour, events, negative paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
+from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.testing import capture_events
+
+EMAIL = "ana@example.org"
+
+
+def engine(**kw: object) -> MemoryEngine:
+    return MemoryEngine(MemoryConfig(**kw), embedder=None)  # type: ignore[arg-type]
+
+
+def test_forget_ids_removes_them_with_events_and_ids_are_never_reused() -> None:
+    e = engine()
+    a, b, c = (e.ingest("npc", f"memory {i}", now=i) for i in range(3))
+    with capture_events(e.bus, "memory:record:expired") as log:
+        assert 2 == e.forget([a.id, c.id, a.id])
+    assert [(a.id, "forgotten"), (c.id, "forgotten")] == [(x.id, x.reason) for x in log.events]
+    assert [b.id] == [r.id for r in e.records("npc")]
+    assert "npc:0000000003" == e.ingest("npc", "later", now=5).id
+    e._check()
+
+
+def test_forget_an_agent_removes_all_its_records() -> None:
+    e = engine()
+    e.ingest_many("npc", ["a", "b", "c"], now=1)
+    e.ingest("other", "x", now=1)
+    assert 3 == e.forget(agent_id="npc")
+    assert (0, 1) == (e.count("npc"), e.count("other"))
+    assert 0 == e.forget(agent_id="nobody")
+    e._check()
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    ({}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"record_ids": ["npc:0000000000"], "agent_id": "npc"}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"record_ids": "npc:0000000000"}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"record_ids": ["npc:0000000000", "npc:0000000099"]}, ErrorCode.MEMORY_RECORD_NOT_FOUND),
+    ({"record_ids": [None]}, ErrorCode.MEMORY_RECORD_NOT_FOUND),
+])
+def test_bad_forget_changes_nothing(args: dict[str, object], code: ErrorCode) -> None:
+    e = engine()
+    e.ingest("npc", "keep me", now=1)
+    before = e.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        e.forget(**args)  # type: ignore[arg-type]
+    assert code == info.value.code and before == e.state_hash()
+
+
+def test_update_changes_fields_redacts_and_emits() -> None:
+    e = engine()
+    rec = e.ingest("npc", "The smith owes me gold.", importance=0.2, tags=["debt"], now=1)
+    before = e.state_hash()
+    with capture_events(e.bus, "memory:record:*") as log:
+        new = e.update(rec.id, importance=0.9, tags=["debt", f"mail:{EMAIL}"],
+                       content=f"The smith paid. Ask {EMAIL}.")
+    assert (rec.id, 0.9) == (new.id, new.importance)
+    assert EMAIL not in new.content and EMAIL not in new.metadata.tags[1] and new.redacted
+    assert new.tokens_estimate == e.counter.count(new.content)
+    assert new == e.get(rec.id) and before != e.state_hash()
+    updated = log.of("memory:record:updated")[0]
+    assert ("importance", "tags", "content") == updated.fields
+    assert log.of("memory:record:redacted")
+    e._check()
+
+
+def test_updated_content_is_re_embedded_by_a_tick() -> None:
+    e = MemoryEngine(MemoryConfig())
+    rec = e.ingest("npc", "old words", now=1)
+    assert rec.embedding_ref is not None
+    assert e.update(rec.id, content="new words").embedding_ref is None
+    assert 1 == e.tick(2).embedded
+    assert e.get(rec.id).embedding_ref is not None
+
+
+@pytest.mark.parametrize(("kw", "code"), [
+    ({}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"importance": 1.5}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"content": "  "}, ErrorCode.MEMORY_INPUT_INVALID),
+    ({"tags": "debt"}, ErrorCode.MEMORY_INPUT_INVALID),
+])
+def test_bad_update_changes_nothing(kw: dict[str, object], code: ErrorCode) -> None:
+    e = engine()
+    rec = e.ingest("npc", "x", now=1)
+    before = e.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        e.update(rec.id, **kw)  # type: ignore[arg-type]
+    assert code == info.value.code and before == e.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        e.update("npc:0000000099", importance=0.5)
+    assert ErrorCode.MEMORY_RECORD_NOT_FOUND == info.value.code
+
+
+def test_dedup_reinforces_the_existing_record_within_the_window() -> None:
+    e = engine(dedup_window_ms=1_000, dedup_importance_step=0.1)
+    first = e.ingest("npc", "Saw a wolf near the  mill.", importance=0.5, now=10)
+    with capture_events(e.bus, "memory:record:*") as log:
+        again = e.ingest("npc", "saw a wolf near the mill.", now=500)
+    assert first.id == again.id and 1 == e.count("npc")
+    assert (0.6, 500) == (again.importance, again.recency_anchor)
+    assert [("dedup", ("importance", "recency_anchor"))] == [
+        (x.reason, x.fields) for x in log.of("memory:record:updated")]
+    assert [] == log.of("memory:record:created")
+    later = e.ingest("npc", "Saw a wolf near the mill.", now=2_000)  # window passed
+    assert later.id != first.id and 2 == e.count("npc")
+    other_layer = e.ingest("npc", "Saw a wolf near the mill.", layer="semantic", now=2_001)
+    assert other_layer.id not in (first.id, later.id)
+    e._check()
+
+
+def test_dedup_inside_one_batch_and_across_agents() -> None:
+    e = engine(dedup_window_ms=1_000)
+    out = e.ingest_many("npc", ["rain", "Rain", "sun", "rain"], now=1)
+    assert 2 == e.count("npc") and out.ids[0] == out.ids[1] == out.ids[3] != out.ids[2]
+    e.ingest_batch([{"agent_id": "a", "content": "rain"}, {"agent_id": "b", "content": "rain"}],
+                   now=2)
+    assert (1, 1) == (e.count("a"), e.count("b"))
+    e._check()
+
+
+def test_dedup_off_by_default_and_survives_save_load(tmp_path: Path) -> None:
+    assert 2 == len(set(engine().ingest_many("npc", ["x", "x"], now=1).ids))
+    e = engine(dedup_window_ms=100)
+    e.ingest("npc", "hello there", now=1)
+    loaded = MemoryEngine.load(e.save(tmp_path / "s.f09"), embedder=None)
+    assert e.ingest("npc", "hello there", now=2).id == loaded.ingest("npc", "Hello there",
+                                                                    now=2).id
+    assert e.state_hash() == loaded.state_hash()
+    loaded._check()
+
+
+def test_dedup_repeats_leave_retrieval_free_of_copies() -> None:
+    e = engine(dedup_window_ms=10_000)
+    for t in range(5):
+        e.ingest_many("npc", ["The well is dry.", f"Day {t} passed."], now=t)
+    got = [r.content for r in e.retrieve(RetrievalRequest(agent_id="npc", purpose="dialog",
+                                                          max_tokens=400), now=10).records]
+    assert 1 == got.count("The well is dry.")
