@@ -86,8 +86,10 @@ class RecordCreated(_Payload):
 
 @dataclass(frozen=True, slots=True)
 class RecordExpired(_Payload):
-    """A record left memory: ``reason`` is ``ttl``, ``overflow`` (ring full), ``retention``,
-    ``summarized`` or ``forgotten`` (``engine.forget``).
+    """A record left memory.
+
+    ``reason`` is ``ttl``, ``overflow`` (ring full), ``retention``, ``summarized`` or
+    ``forgotten`` (``engine.forget``).
     """
 
     name: ClassVar[str] = "memory:record:expired"
@@ -98,8 +100,10 @@ class RecordExpired(_Payload):
 
 @dataclass(frozen=True, slots=True)
 class RecordUpdated(_Payload):
-    """A record was changed in place: ``fields`` names what changed; ``reason`` is ``update``
-    (``engine.update``) or ``dedup`` (the same content again reinforced it).
+    """A record was changed in place.
+
+    ``fields`` names what changed; ``reason`` is ``update`` (``engine.update``) or ``dedup``
+    (the same content again reinforced it).
     """
 
     name: ClassVar[str] = "memory:record:updated"
