@@ -92,3 +92,29 @@ def test_quality_on_the_labeled_set(benchmark) -> None:
                higher_is_better=True)
         record(f"MRR {rep.name}", rep.mrr, "", spec=None, goal=None, higher_is_better=True)
     assert hybrid.recall_at_k > max(recency.recall_at_k, importance.recall_at_k)
+
+
+def test_preselection_overlap_with_full_scoring(benchmark, large_agent) -> None:
+    """Issue target: the preselected bundle equals full scoring (overlap >= 0.99)."""
+    benchmark.group = "semantic"
+    am = large_agent._state.store.get("npc")
+    assert am is not None and am.index is not None
+    rng = np.random.default_rng(11)
+    words = ["fish", "boats", "river", "smith", "debt", "gold", "wolves", "forest", "bread",
+             "ale", "tavern", "storm", "king", "mill"]
+    requests = [RetrievalRequest(agent_id="npc", purpose="reasoning",
+                                 max_tokens=int(rng.choice([400, 1800])),
+                                 strategy=str(rng.choice(["semantic", "balanced"])),
+                                 query=" ".join(rng.choice(words, 3))) for _ in range(20)]
+    pre = benchmark.pedantic(lambda: [large_agent.retrieve(r, now=LARGE + 1)
+                                      for r in requests], rounds=1, iterations=1)
+    index, am.index = am.index, None  # no index: every candidate is scored
+    try:
+        full = [large_agent.retrieve(r, now=LARGE + 1) for r in requests]
+    finally:
+        am.index = index
+    same = sum(len({r.id for r in a.records} & {r.id for r in b.records})
+               for a, b in zip(pre, full, strict=True))
+    total = sum(len(b.records) for b in full)
+    record(f"preselected vs full bundle overlap, {LARGE // 1000}k HNSW", same / total, "",
+           spec=0.95, goal=0.99, higher_is_better=True)

@@ -51,8 +51,16 @@ from f09_memory.schema.retrieval import (
     ScoreComponent,
 )
 from f09_memory.store.agent import AgentMemory
+from f09_memory.vector_index.kernels import similarities
 
-__all__ = ["NO_BUDGET", "RecordsBuilder", "Retriever", "SemanticScorer", "SemanticTerm"]
+__all__ = [
+    "NO_BUDGET",
+    "RecordsBuilder",
+    "Retriever",
+    "SemanticScorer",
+    "SemanticTerm",
+    "exact_similarities",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,11 @@ class SemanticTerm:
 
     similarities: NDArray[np.float64] | None
     fallback: str | None = None
+    rest: NDArray[np.intp] | None = None
+    """Candidates left out by a preselection (their similarity is at most ``bound``)."""
+    bound: float = 1.0
+    query: NDArray[np.float32] | None = None
+    """The query centroid (to score members of ``rest`` exactly when they may matter)."""
 
 
 SemanticScorer = Callable[
@@ -93,6 +106,19 @@ class _Job:
     candidates: int = 0
     slots: NDArray[np.intp] | None = None
     mean_tokens: float | None = None
+
+
+def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
+                       q: NDArray[np.float32]) -> NDArray[np.float64]:
+    """The semantic term ``max(0, cos(record, q))`` of ``slots`` (0 when not embedded)."""
+    assert am.vectors is not None
+    if slots.shape[0] * 4 < am.hi:  # few rows: gather them
+        sims = similarities(am.vectors, q, slots)
+    else:  # most rows: one contiguous product beats copying the rows out
+        sims = similarities(am.vectors[: am.hi], q)[slots]
+    sims[~am.embedded[slots]] = 0.0
+    np.clip(sims, 0.0, 1.0, out=sims)
+    return sims
 
 
 class Retriever:
@@ -195,8 +221,50 @@ class Retriever:
                              self.config.importance_boost, self.config.decay_half_life_ms)
         q = quantize(compute_scores(am, slots, ctx, job.term.similarities),
                      self.config.score_quantum)
+        tokens = self._tokens(am.tokens[slots], pressure)
+        if job.term.rest is not None and job.term.rest.shape[0]:
+            slots, q, tokens = self._complete_preselection(am, job, slots, q, tokens, ctx)
         job.slots = slots
-        return self._bundle(job, q, self._tokens(am.tokens[slots], pressure))
+        return self._bundle(job, q, tokens)
+
+    def _complete_preselection(
+        self, am: AgentMemory, job: _Job, slots: NDArray[np.intp], q: NDArray[np.int64],
+        tokens: NDArray[np.int64], ctx: ScoringContext,
+    ) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]:
+        """Add every left-out candidate that could change the bundle; score it exactly.
+
+        A candidate outside the scored set can change the packed result only if its score
+        bound (its exact score with the semantic term at the preselection's similarity
+        bound) reaches the lowest packed score, or if it fits the budget left after
+        packing. Such candidates are scored exactly and packing is redone until none is
+        left, so the bundle equals full scoring whenever the bound holds (always for an
+        exact index).
+        """
+        term = job.term
+        assert term.rest is not None and term.query is not None
+        rest = term.rest
+        rest_tokens = self._tokens(am.tokens[rest], job.pressure)
+        bound_sims = np.full(rest.shape[0], term.bound)
+        bounds = quantize(compute_scores(am, rest, ctx, bound_sims), self.config.score_quantum)
+        while rest.shape[0]:
+            chosen, total, _ = rank_and_pack(q, am.key[slots], tokens, job.budget,
+                                             job.request.limit)
+            full = job.request.limit is not None and chosen.shape[0] >= job.request.limit
+            floor = int(q[chosen].min()) if chosen.shape[0] else np.iinfo(np.int64).min
+            need = bounds >= floor
+            if not full:
+                need |= rest_tokens <= job.budget - total
+            if not need.any():
+                break
+            extra = rest[need]
+            sims = exact_similarities(am, extra, term.query)
+            slots = np.concatenate((slots, extra))
+            q = np.concatenate((q, quantize(compute_scores(am, extra, ctx, sims),
+                                            self.config.score_quantum)))
+            tokens = np.concatenate((tokens, rest_tokens[need]))
+            keep = ~need
+            rest, rest_tokens, bounds = rest[keep], rest_tokens[keep], bounds[keep]
+        return slots, q, tokens
 
     # ------------------------------------------------------------------ a crowd
     def retrieve_many(
@@ -248,6 +316,7 @@ class Retriever:
         weights = np.zeros((len(live), 4), dtype=np.float64)
         layer_w = np.zeros((len(live), len(LAYERS_BY_CODE)), dtype=np.float64)
         keep = np.ones(rows.shape[0], dtype=np.bool_)
+        solo: set[int] = set()
         for n, i in enumerate(live):
             job = jobs[i]
             a, b = int(bounds[n]), int(bounds[n + 1])
@@ -257,7 +326,10 @@ class Retriever:
                 assert am is not None
                 slots = slot_of_row[a:b]
                 job.term, scored = semantic(am, slots, job.request)
-                if job.term.similarities is not None:
+                if job.term.rest is not None:  # a preselected large agent: the single path
+                    solo.add(i)
+                    keep[a:b] = False
+                elif job.term.similarities is not None:
                     has_sim[n] = True
                     if scored.shape[0] != slots.shape[0]:  # preselected: score the subset
                         chosen = np.isin(slots, scored)
@@ -300,6 +372,9 @@ class Retriever:
         out: list[RetrievedBundle] = []
         live_at = dict(zip(live, range(len(live)), strict=True))
         for i, job in enumerate(jobs):
+            if i in solo:
+                out.append(self.retrieve(job.am, job.request, now, job.pressure, semantic))
+                continue
             n = live_at.get(i, -1)
             if n < 0 or bounds[n] == bounds[n + 1]:
                 out.append(self._bundle(job, None, None))

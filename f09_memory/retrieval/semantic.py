@@ -32,13 +32,12 @@ from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider
-from f09_memory.retrieval.orchestrator import SemanticTerm
+from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
-from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.select import make_index
 
 __all__ = ["NO_QUERY", "SemanticMemory"]
@@ -284,21 +283,25 @@ class SemanticMemory:
         if am.vectors is None:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         if slots.shape[0] > self.config.semantic_preselect_threshold and am.index is not None:
-            slots = self._preselect(am, slots, q)
-        if slots.shape[0] * 4 < am.hi:  # few rows: gather them
-            sims = similarities(am.vectors, q, slots)
-        else:  # most rows: one contiguous product beats copying the rows out
-            sims = similarities(am.vectors[: am.hi], q)[slots]
-        sims[~am.embedded[slots]] = 0.0
-        np.clip(sims, 0.0, 1.0, out=sims)
-        return SemanticTerm(sims, None), slots
+            selected, bound = self._preselect(am, slots, q)
+            rest = np.setdiff1d(slots, selected, assume_unique=True)
+            return SemanticTerm(exact_similarities(am, selected, q), None, rest, bound, q), selected
+        return SemanticTerm(exact_similarities(am, slots, q), None), slots
 
     def _preselect(
         self, am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32]
-    ) -> NDArray[np.intp]:
+    ) -> tuple[NDArray[np.intp], float]:
+        """The preselected candidates and a bound on the similarity of the others.
+
+        The bound is the lowest similarity among the index's top K (every record outside
+        them is at most as similar; exact for an exact index, approximate for HNSW), or 0
+        when the index returned all it holds.
+        """
         k = self.config.semantic_preselect_k
         assert am.index is not None
-        keys, _ = am.index.search(q, min(len(am.index), k))
+        keys, sims = am.index.search(q, min(len(am.index), k))
+        bound = float(min(1.0, max(0.0, float(sims.min())))) if (
+            keys.shape[0] and keys.shape[0] < len(am.index)) else 0.0
         near = np.fromiter((am.slot_of.get(int(key), -1) for key in keys), dtype=np.intp,
                            count=int(keys.shape[0]))
         picks = [near[near >= 0], slots[am.flagged[slots]]]
@@ -310,4 +313,4 @@ class SemanticMemory:
             picks.append(slots[np.argpartition(-values, top_n - 1)[:top_n]])
         union = np.unique(np.concatenate(picks))
         selected: NDArray[np.intp] = union[candidate[union]]
-        return selected
+        return selected, bound
