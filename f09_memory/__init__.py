@@ -24,8 +24,27 @@ True
 from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
 from f09_memory.config import MemoryConfig, PressureProfile, RetentionPolicy, ScoreWeights
 from f09_memory.determinism.hashing import bundle_hash
-from f09_memory.engine import MemoryEngine, TickReport
-from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.core.records import IngestedRecords
+from f09_memory.engine import DEFAULT_EMBEDDER, DefaultEmbedder, MemoryEngine, TickReport
+from f09_memory.errors import (
+    CapacityExceededError,
+    ConfigInvalidError,
+    EmbeddingFailedError,
+    EmbeddingUnavailableError,
+    ErrorCode,
+    InputInvalidError,
+    MemoryEngineError,
+    RecordNotFoundError,
+    RedactionPatternInvalidError,
+    RetentionViolationError,
+    RetrievalEmptyError,
+    SnapshotInvalidError,
+    SummaryFailedError,
+    SummaryLockedError,
+    TokenBudgetUndefinedError,
+)
+from f09_memory.ingestion.claims import Claim, ClaimOutcome
+from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
 from f09_memory.protocols import (
     EmbeddingProvider,
     LLMClient,
@@ -46,15 +65,26 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
+from f09_memory.summarization.pipeline import SummaryOutcome
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CapacityExceededError",
+    "Claim",
+    "ClaimOutcome",
+    "ConfigInvalidError",
+    "DEFAULT_EMBEDDER",
+    "DefaultEmbedder",
     "EVENT_NAMES",
+    "EmbeddingFailedError",
     "EmbeddingProvider",
+    "EmbeddingUnavailableError",
     "EngineBus",
     "ErrorCode",
     "EventLog",
+    "IngestedRecords",
+    "InputInvalidError",
     "LLMClient",
     "MemoryConfig",
     "MemoryEngine",
@@ -66,16 +96,27 @@ __all__ = [
     "PressureState",
     "Purpose",
     "RecordMetadata",
+    "RecordNotFoundError",
+    "RedactionPatternInvalidError",
     "RetentionPolicy",
+    "RetentionViolationError",
     "RetrievalDiagnostics",
+    "RetrievalEmptyError",
     "RetrievalRequest",
     "RetrievedBundle",
     "ScoreWeights",
+    "SnapshotInvalidError",
     "Strategy",
     "SummarizationTask",
+    "SummaryFailedError",
+    "SummaryLockedError",
+    "SummaryOutcome",
     "TaskStatus",
     "TickReport",
+    "TokenBudgetUndefinedError",
     "TokenCounter",
+    "TypedExtractionPrompt",
+    "TypedExtractionResult",
     "VectorIndex",
     "bundle_hash",
 ]

@@ -14,6 +14,13 @@ PUBLIC = {
     "RetentionPolicy", "RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle",
     "ScoreWeights", "Strategy", "SummarizationTask", "TaskStatus", "TickReport",
     "TokenCounter", "VectorIndex", "bundle_hash",
+    # what public signatures use, every error class, the default-embedder sentinel
+    "CapacityExceededError", "Claim", "ClaimOutcome", "ConfigInvalidError", "DEFAULT_EMBEDDER",
+    "DefaultEmbedder", "EmbeddingFailedError", "EmbeddingUnavailableError", "IngestedRecords",
+    "InputInvalidError", "RecordNotFoundError", "RedactionPatternInvalidError",
+    "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError",
+    "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
+    "TypedExtractionPrompt", "TypedExtractionResult",
 }
 
 

@@ -297,49 +297,45 @@ class Retriever:
             _ALL_LAYERS if jobs[i].request.layers is not None
             else self._policy[jobs[i].request.purpose] for i in live])
         statuses = np.stack([status_table(jobs[i].request) for i in live])
+        filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
         mask = cat("alive")
         mask &= cat("deadline") > now
         mask &= policies[row_job, layer]
         mask &= statuses[row_job, cat("status")]
-        for n, i in enumerate(live):
-            request = jobs[i].request
-            if request.has_filters():
-                am = ams[n]
-                assert am is not None
-                mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, request)
+        for n in filtered:
+            am = ams[n]
+            assert am is not None
+            mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, jobs[live[n]].request)
         rows = np.flatnonzero(mask)
         job_of = row_job[rows]
         bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
         slot_of_row = rows - starts[job_of]
         sims = np.zeros(rows.shape[0], dtype=np.float64)
-        has_sim = np.zeros(len(live), dtype=np.bool_)
-        weights = np.zeros((len(live), 4), dtype=np.float64)
-        layer_w = np.zeros((len(live), len(LAYERS_BY_CODE)), dtype=np.float64)
+        weight_rows: list[NDArray[np.float64]] = []
+        layer_rows: list[NDArray[np.float64]] = []
         keep = np.ones(rows.shape[0], dtype=np.bool_)
         solo: set[int] = set()
+        edges = bounds.tolist()
         for n, i in enumerate(live):
             job = jobs[i]
-            a, b = int(bounds[n]), int(bounds[n + 1])
+            a, b = edges[n], edges[n + 1]
             job.candidates = b - a
             if semantic is not None and b > a:
                 am = ams[n]
                 assert am is not None
-                slots = slot_of_row[a:b]
-                job.term, scored = semantic(am, slots, job.request)
+                job.term, _ = semantic(am, slot_of_row[a:b], job.request)
                 if job.term.rest is not None:  # a preselected large agent: the single path
                     solo.add(i)
                     keep[a:b] = False
                 elif job.term.similarities is not None:
-                    has_sim[n] = True
-                    if scored.shape[0] != slots.shape[0]:  # preselected: score the subset
-                        chosen = np.isin(slots, scored)
-                        keep[a:b] = chosen
-                        sims[np.flatnonzero(chosen) + a] = job.term.similarities
-                    else:
-                        sims[a:b] = job.term.similarities
-            weights[n], _ = self._weights_for(job.request.purpose, job.request.strategy,
-                                              job.pressure, bool(has_sim[n]))
-            layer_w[n] = self._layer_w[job.request.purpose]
+                    sims[a:b] = job.term.similarities
+            request = job.request
+            weight_rows.append(self._weights_for(request.purpose, request.strategy,
+                                                 job.pressure,
+                                                 job.term.similarities is not None)[0])
+            layer_rows.append(self._layer_w[request.purpose])
+        weights = np.stack(weight_rows)
+        layer_w = np.stack(layer_rows)
         every = rows.shape[0] == mask.shape[0]  # no gather needed when all rows qualify
 
         def pick(name: str) -> NDArray[Any]:
