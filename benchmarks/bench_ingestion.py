@@ -1,8 +1,9 @@
 """Ingestion (index 3): one-by-one and batched.
 
-Spec section 15: >= 2,000 records/min sustained. Goals (core path, no embedding): single
->= 30,000/s, ingest_many >= 100,000/s. The default hashing embedder's cost is measured
-separately.
+Spec section 15: >= 2,000 records/min sustained (enforced). Goals (engine v2 targets,
+reported): single ``ingest`` >= 50,000/s, ``ingest_many`` one agent >= 150,000/s,
+``ingest_batch`` over 200 agents >= 150,000/s, ``ingest_many`` with the hashing embedder
+>= 60,000/s.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_ingest_one_by_one(benchmark) -> None:
 
     benchmark.pedantic(one, rounds=rounds(20_000, 5_000), iterations=1, warmup_rounds=100)
     per_s = 1.0 / benchmark.stats.stats.mean
-    record("ingest one-by-one (no embedding)", per_s, "/s", spec=SPEC_PER_S, goal=30_000,
+    record("ingest one-by-one (no embedding)", per_s, "/s", spec=SPEC_PER_S, goal=50_000,
            higher_is_better=True)
 
 
@@ -55,9 +56,22 @@ def test_ingest_many(benchmark) -> None:
         per_s,
         "/s",
         spec=SPEC_PER_S,
-        goal=100_000,
+        goal=150_000,
         higher_is_better=True,
     )
+
+
+def test_ingest_batch_a_frame_of_200_agents(benchmark) -> None:
+    benchmark.group = "ingestion"
+    pool = texts(1_000, seed=4)
+    frame = [{"agent_id": f"npc-{i % 200:03d}", "content": pool[i], "importance": 0.5}
+             for i in range(1_000)]
+    engine = MemoryEngine(MemoryConfig(episodic_max=500), embedder=None)
+    counter = itertools.count()
+    benchmark.pedantic(lambda: engine.ingest_batch(frame, now=next(counter)),
+                       rounds=rounds(60, 15), iterations=1, warmup_rounds=2)
+    record("ingest_batch, 1,000 items over 200 agents", len(frame) / benchmark.stats.stats.mean,
+           "/s", spec=SPEC_PER_S, goal=150_000, higher_is_better=True)
 
 
 def test_ingest_heuristic_importance(benchmark) -> None:
@@ -89,7 +103,7 @@ def test_ingest_with_the_default_hashing_embedder(benchmark) -> None:
     benchmark.pedantic(lambda: engine.ingest_many("npc", batch, now=1),
                        rounds=rounds(40, 10), iterations=1, warmup_rounds=1)
     record("ingest_many + hashing embedder", len(batch) / benchmark.stats.stats.mean, "/s",
-           spec=SPEC_PER_S, goal=None, higher_is_better=True)
+           spec=SPEC_PER_S, goal=60_000, higher_is_better=True)
     single = MemoryEngine(MemoryConfig(episodic_max=1_200))
     import time
 
