@@ -159,3 +159,22 @@ def test_a_process_killed_mid_run_reopens_at_its_last_commit(tmp_path: Path) -> 
     position = committed_position(reopened.state_hash(), limit=20_000)
     assert position is not None and position[0] >= last
     reopened._check()
+
+
+def test_crowd_calls_update_forget_and_dedup_replay_exactly(tmp_path: Path) -> None:
+    def work(engine: MemoryEngine) -> None:
+        out = engine.ingest_batch([{"agent_id": f"npc-{i % 3}", "content": f"saw wolf {i % 4}"}
+                                   for i in range(12)], now=1)
+        engine.update(out.ids[0], importance=0.9, tags=["danger"], content="saw two wolves")
+        engine.forget([out.ids[1]])
+        engine.forget(agent_id="npc-2")
+        engine.ingest("npc-0", "Saw two  wolves", now=2)  # dedup reinforces the update
+
+    cfg = MemoryConfig(dedup_window_ms=100)
+    durable = MemoryEngine.open(tmp_path / "crowd.db", cfg, seed=3)
+    work(durable)
+    reference = MemoryEngine(cfg, seed=3)
+    work(reference)
+    reopened = MemoryEngine.open(tmp_path / "crowd.db")  # no close: as after a crash
+    assert reference.state_hash() == durable.state_hash() == reopened.state_hash()
+    reopened._check()
