@@ -39,6 +39,7 @@ ITEM_FIELDS = frozenset(
 """Keys accepted in an ``ingest_many`` item mapping."""
 
 MAX_AGENT_ID_LEN = 256
+_CLEAN_TAGS_MAX = 4096
 MAX_CONTENT_CHARS = 65_536
 _LAYER_BY_VALUE = {layer.value: layer for layer in MemoryLayer}
 
@@ -163,6 +164,8 @@ class Ingestor:
             config.redact_patterns, salt=config.redaction_salt, enabled=config.redaction_mode
         )
         self.importance = ImportanceModel(config.importance)
+        self._clean_tags: dict[str, None] = {}
+        """Tags known to hold nothing to redact (tags repeat: most are checked once)."""
 
     def build(
         self,
@@ -186,12 +189,17 @@ class Ingestor:
         tag_tuple = item.tags if meta is None else tuple(
             dict.fromkeys((*meta.tags, *item.tags)))
         if tag_tuple:
-            red_tags = []
-            for t in tag_tuple:
-                rt, h = redact(t)
-                red_tags.append(rt)
-                labels += h
-            tag_tuple = tuple(dict.fromkeys(red_tags))
+            clean = self._clean_tags
+            if not all(t in clean for t in tag_tuple):
+                red_tags = []
+                for t in tag_tuple:
+                    rt, h = redact(t)
+                    red_tags.append(rt)
+                    if h:
+                        labels += h
+                    elif len(clean) < _CLEAN_TAGS_MAX:
+                        clean[t] = None  # nothing to redact in it: skip it next time
+                tag_tuple = tuple(dict.fromkeys(red_tags))
         source_event = item.source_event
         if source_event is None and meta is not None:
             source_event = meta.source_event

@@ -134,11 +134,16 @@ EMPTY_EXTRA = RecordExtra()
 
 
 class Removed(NamedTuple):
-    """A record that left the store: its id, layer and key."""
+    """A record that left the store: its agent, layer and key (``id`` built on demand)."""
 
-    id: str
+    agent_id: str
     layer: MemoryLayer
     key: int
+
+    @property
+    def id(self) -> str:
+        """The record id."""
+        return record_id(self.agent_id, self.key)
 
 
 @dataclass(slots=True)
@@ -482,7 +487,7 @@ class AgentMemory:
         self.content[slot] = None
         self.layer_counts[code] -= 1
         self.free.append(slot)
-        return Removed(self.id_of(key), LAYERS_BY_CODE[code], key)
+        return Removed(self.agent_id, LAYERS_BY_CODE[code], key)
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
         assert self.dedup is not None
