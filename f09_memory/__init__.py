@@ -23,8 +23,8 @@ True
 
 from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
 from f09_memory.config import MemoryConfig, PressureProfile, RetentionPolicy, ScoreWeights
-from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.core.records import IngestedRecords
+from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.engine import DEFAULT_EMBEDDER, DefaultEmbedder, MemoryEngine, TickReport
 from f09_memory.errors import (
     CapacityExceededError,

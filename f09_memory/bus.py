@@ -175,7 +175,7 @@ class MemoryCompaction(_Payload):
 
 @dataclass(frozen=True, slots=True)
 class DecayApplied(_Payload):
-    """The importance-decay pass ran over an agent's live records."""
+    """An agent's live records were aged at a tick (decay is lazy: a function of ``now``)."""
 
     name: ClassVar[str] = "memory:decay:applied"
     agent_id: str

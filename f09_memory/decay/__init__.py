@@ -1,4 +1,4 @@
-"""Decay (index 5): recency score ``exp(-dt/halfLife)`` and the vectorized decay pass.
+"""Decay (index 5): recency score ``exp(-dt/halfLife)`` and the decayed importance (lazy).
 
 Modules: ``decay`` (recency_scores, importance_decayed, decay_pass).
 """
