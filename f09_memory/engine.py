@@ -56,6 +56,7 @@ from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.persistence.state import get_state, set_state
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
+from f09_memory.retrieval.filters import redact_filters
 from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import MemoryLayer, PressureState
@@ -439,19 +440,7 @@ class MemoryEngine(Journaled):
         return bundle
 
     def _prepare(self, request: RetrievalRequest) -> RetrievalRequest:
-        """Redact a request's tag and attribute filters like stored records were."""
-        if not (request.tags_any or request.tags_all or request.attributes):
-            return request
-        redact = self._ingestor.redactor.redact_text
-        update: dict[str, Any] = {}
-        if request.tags_any:
-            update["tags_any"] = tuple(redact(t) for t in request.tags_any)
-        if request.tags_all:
-            update["tags_all"] = tuple(redact(t) for t in request.tags_all)
-        if request.attributes:
-            update["attributes"] = {k: redact(v) if isinstance(v, str) else v
-                                    for k, v in request.attributes.items()}
-        return request.model_copy(update=update)
+        return redact_filters(request, self._ingestor.redactor.redact_text)
 
     def retrieve_many(
         self, requests: Iterable[RetrievalRequest | Mapping[str, Any]], *, now: int | None = None

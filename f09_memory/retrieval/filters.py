@@ -8,6 +8,9 @@ attribute filter, which visits only the records that carry attributes (a sparse 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -15,7 +18,7 @@ from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import CLAIM_STATUSES, AgentMemory
 
-__all__ = ["ACTIVE_ONLY", "request_filter_mask", "status_table"]
+__all__ = ["ACTIVE_ONLY", "redact_filters", "request_filter_mask", "status_table"]
 
 ACTIVE_ONLY = np.array([True, False, False])
 """Allowed statuses by code when a request names none: active only."""
@@ -57,3 +60,22 @@ def request_filter_mask(am: AgentMemory, request: RetrievalRequest) -> NDArray[n
                 keep[slot_of[key]] = True
         mask &= keep
     return mask
+
+
+def redact_filters(request: RetrievalRequest, redact: Callable[[str], str]) -> RetrievalRequest:
+    """``request`` with its tag and attribute filter values redacted like stored records.
+
+    Stored tags and string attributes are redacted at ingest, so a filter naming a raw
+    value must be redacted the same way to match (and the raw value goes no further).
+    """
+    if not (request.tags_any or request.tags_all or request.attributes):
+        return request
+    update: dict[str, Any] = {}
+    if request.tags_any:
+        update["tags_any"] = tuple(redact(t) for t in request.tags_any)
+    if request.tags_all:
+        update["tags_all"] = tuple(redact(t) for t in request.tags_all)
+    if request.attributes:
+        update["attributes"] = {k: redact(v) if isinstance(v, str) else v
+                                for k, v in request.attributes.items()}
+    return request.model_copy(update=update)
