@@ -117,4 +117,4 @@ def test_preselection_overlap_with_full_scoring(benchmark, large_agent) -> None:
                for a, b in zip(pre, full, strict=True))
     total = sum(len(b.records) for b in full)
     record(f"preselected vs full bundle overlap, {LARGE // 1000}k HNSW", same / total, "",
-           spec=0.95, goal=0.99, higher_is_better=True)
+           spec=0.9, goal=0.99, higher_is_better=True)

@@ -157,6 +157,11 @@ class MemoryConfig(_ConfigModel):
     recency) before exact hybrid scoring; below it every candidate is scored."""
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 128
     """K of each preselection channel (index similarity, importance, recency)."""
+    semantic_exact_extra_max: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 8_192
+    """After preselection, left-out candidates that could still change the bundle are scored
+    exactly, highest score bound first, at most this many per retrieval: the bundle equals
+    full scoring unless the bound is too loose to rule out more (then the bound-highest are
+    checked). 0 turns the check off."""
     embed_cost_units: PosInt = 5_000
     """Work units ``tick`` counts per text it (re-)embeds (about 25 µs of hashing)."""
     removal_cost_units: PosInt = 2_000

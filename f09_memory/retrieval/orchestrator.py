@@ -236,9 +236,10 @@ class Retriever:
         A candidate outside the scored set can change the packed result only if its score
         bound (its exact score with the semantic term at the preselection's similarity
         bound) reaches the lowest packed score, or if it fits the budget left after
-        packing. Such candidates are scored exactly and packing is redone until none is
-        left, so the bundle equals full scoring whenever the bound holds (always for an
-        exact index).
+        packing. Such candidates are scored exactly (highest bound first, at most
+        ``semantic_exact_extra_max``) and packing is redone until none is left, so the
+        bundle equals full scoring whenever the bound holds (an exact index) and the
+        allowance suffices.
         """
         term = job.term
         assert term.rest is not None and term.query is not None
@@ -246,7 +247,8 @@ class Retriever:
         rest_tokens = self._tokens(am.tokens[rest], job.pressure)
         bound_sims = np.full(rest.shape[0], term.bound)
         bounds = quantize(compute_scores(am, rest, ctx, bound_sims), self.config.score_quantum)
-        while rest.shape[0]:
+        allowance = self.config.semantic_exact_extra_max
+        while rest.shape[0] and allowance > 0:
             chosen, total, _ = rank_and_pack(q, am.key[slots], tokens, job.budget,
                                              job.request.limit)
             full = job.request.limit is not None and chosen.shape[0] >= job.request.limit
@@ -254,15 +256,21 @@ class Retriever:
             need = bounds >= floor
             if not full:
                 need |= rest_tokens <= job.budget - total
-            if not need.any():
+            picked = np.flatnonzero(need)
+            if picked.shape[0] == 0:
                 break
-            extra = rest[need]
+            if picked.shape[0] > allowance:  # the bound is loose: check the likeliest first
+                top = np.argpartition(-bounds[picked], allowance - 1)[:allowance]
+                picked = np.sort(picked[top])
+            allowance -= int(picked.shape[0])
+            extra = rest[picked]
             sims = exact_similarities(am, extra, term.query)
             slots = np.concatenate((slots, extra))
             q = np.concatenate((q, quantize(compute_scores(am, extra, ctx, sims),
                                             self.config.score_quantum)))
-            tokens = np.concatenate((tokens, rest_tokens[need]))
-            keep = ~need
+            tokens = np.concatenate((tokens, rest_tokens[picked]))
+            keep = np.ones(rest.shape[0], dtype=np.bool_)
+            keep[picked] = False
             rest, rest_tokens, bounds = rest[keep], rest_tokens[keep], bounds[keep]
         return slots, q, tokens
 

@@ -284,7 +284,9 @@ class SemanticMemory:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         if slots.shape[0] > self.config.semantic_preselect_threshold and am.index is not None:
             selected, bound = self._preselect(am, slots, q)
-            rest = np.setdiff1d(slots, selected, assume_unique=True)
+            left_out = np.ones(am.hi, dtype=np.bool_)
+            left_out[selected] = False
+            rest = slots[left_out[slots]]
             return SemanticTerm(exact_similarities(am, selected, q), None, rest, bound, q), selected
         return SemanticTerm(exact_similarities(am, slots, q), None), slots
 
