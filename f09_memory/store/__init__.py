@@ -1,6 +1,7 @@
 """Store: columnar per-agent storage, no Python object per record.
 
-Modules: ``ring`` (EpisodicRing: O(1) append and overwrite), ``tags`` (TagTable: interned
+Modules: ``ring`` (EpisodicRing: O(1) append and overwrite), ``records`` (the value types:
+NewRecords, RecordExtra, Removed, ids, claim statuses), ``tags`` (TagTable: interned
 tag tuples), ``agent`` (AgentMemory: numpy columns, content by slot, sparse metadata, slot
 reuse, incremental record digests), ``store`` (MemoryStore).
 """

@@ -26,12 +26,9 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 from __future__ import annotations
 
 import hashlib
-import re
 import struct
-import zlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,13 +36,25 @@ from numpy.typing import NDArray
 from f09_memory.canonical import canonical_json
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.schema.records import AttributeValue, ProceduralMeta, SocialMeta, SpatialMeta
+from f09_memory.store.records import (
+    CLAIM_STATUSES,
+    EMPTY_EXTRA,
+    NO_DEADLINE,
+    STATUS_CODE,
+    NewRecords,
+    RecordExtra,
+    Removed,
+    content_fingerprint,
+    normalized_content,
+    record_id,
+)
 from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.tags import TagTable
 
 __all__ = [
     "CLAIM_STATUSES",
     "NO_DEADLINE",
+    "STATUS_CODE",
     "AgentMemory",
     "NewRecords",
     "RecordExtra",
@@ -54,121 +63,13 @@ __all__ = [
     "normalized_content",
     "record_id",
 ]
+"""``AgentMemory`` is defined here; the record value types are re-exported from
+``store.records`` so importers of this module keep working."""
 
-NO_DEADLINE = np.iinfo(np.int64).max
-CLAIM_STATUSES: tuple[str, ...] = ("active", "superseded", "quarantined")
-"""Record status codes (the ``status`` column): a record without a claim is active; a claim
-is superseded by a newer trusted one, or quarantined when a less trusted write conflicts."""
-STATUS_CODE: dict[str, int] = {name: i for i, name in enumerate(CLAIM_STATUSES)}
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
 _MASK128 = (1 << 128) - 1
 _HEAD = struct.Struct("<qbq?qqiqbb?i")
-
-
-_SPACES = re.compile(r"\s+")
-
-
-def content_fingerprint(layer: int, text: str) -> tuple[int, int]:
-    """``(layer, 64-bit digest)`` of the normalized text (casefolded, spaces collapsed).
-
-    The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts.
-    """
-    raw = normalized_content(text).encode("utf-8", "surrogatepass")
-    return layer, zlib.crc32(raw) | (zlib.crc32(raw, 0x9E3779B9) << 32)
-
-
-def normalized_content(text: str) -> str:
-    """The form ingest dedup compares: casefolded, whitespace collapsed, stripped."""
-    return _SPACES.sub(" ", text).strip().casefold()
-
-
-def record_id(agent_id: str, key: int) -> str:
-    """The id of the record with per-agent sequence number ``key``."""
-    return f"{agent_id}:{key:010d}"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordExtra:
-    """The sparse part of a record's metadata, kept only for records that have some."""
-
-    source_ref_ids: tuple[str, ...] = ()
-    spatial: SpatialMeta | None = None
-    social: SocialMeta | None = None
-    procedural: ProceduralMeta | None = None
-    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
-
-    def is_empty(self) -> bool:
-        """Whether every field has its default (such an extra is not stored)."""
-        return not (self.source_ref_ids or self.attributes or self.spatial is not None
-                    or self.social is not None or self.procedural is not None)
-
-    def canonical(self) -> dict[str, Any]:
-        """JSON form for hashing and snapshots (camelCase keys, ``None`` omitted)."""
-        out: dict[str, Any] = {}
-        if self.source_ref_ids:
-            out["sourceRefIds"] = list(self.source_ref_ids)
-        for name, meta in (("spatial", self.spatial), ("social", self.social),
-                           ("procedural", self.procedural)):
-            if meta is not None:
-                out[name] = meta.to_json_dict()
-        if self.attributes:
-            out["attributes"] = dict(self.attributes)
-        return out
-
-    @classmethod
-    def from_canonical(cls, data: Mapping[str, Any]) -> RecordExtra:
-        """Inverse of :meth:`canonical` (validates the nested models)."""
-        def meta(model: Any, name: str) -> Any:
-            value = data.get(name)
-            return None if value is None else model.parse(value)
-        attrs = data.get("attributes") or {}
-        if not isinstance(attrs, Mapping):
-            raise ValueError("attributes must be a mapping")
-        return cls(tuple(str(s) for s in data.get("sourceRefIds") or ()),
-                   meta(SpatialMeta, "spatial"), meta(SocialMeta, "social"),
-                   meta(ProceduralMeta, "procedural"), dict(attrs))
-
-
-EMPTY_EXTRA = RecordExtra()
-
-
-class Removed(NamedTuple):
-    """A record that left the store: its agent, layer and key (``id`` built on demand)."""
-
-    agent_id: str
-    layer: MemoryLayer
-    key: int
-
-    @property
-    def id(self) -> str:
-        """The record id."""
-        return record_id(self.agent_id, self.key)
-
-
-@dataclass(slots=True)
-class NewRecords:
-    """Column values of records about to be stored, one list entry per record, in order."""
-
-    keys: list[int] = field(default_factory=list)
-    layer: list[int] = field(default_factory=list)
-    importance: list[float] = field(default_factory=list)
-    flagged: list[bool] = field(default_factory=list)
-    created: list[int] = field(default_factory=list)
-    anchor: list[int] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    deadline: list[int] = field(default_factory=list)
-    status: list[int] = field(default_factory=list)
-    redacted: list[bool] = field(default_factory=list)
-    tagset: list[int] = field(default_factory=list)
-    content: list[str] = field(default_factory=list)
-    source_event: dict[int, str] = field(default_factory=dict)
-    """By position in the batch."""
-    extras: dict[int, RecordExtra] = field(default_factory=dict)
-    """By position in the batch."""
-
-    def __len__(self) -> int:
-        return len(self.keys)
 
 
 class AgentMemory:
