@@ -261,8 +261,9 @@ class MemoryEngine(Journaled):
         t = self._time(now)
         item = validate_item(content, layer, importance, tags, metadata, ttl, flagged,
                              source_event)
-        (rid,) = self._writer.ingest_items(agent_id, (item,), t)
-        return self._reader.get(rid)
+        am, (key,) = self._writer.ingest_keys(agent_id, (item,), t)
+        assert am is not None
+        return self._reader.build(am, am.slot_of[key])
 
     @journaled
     def ingest_many(

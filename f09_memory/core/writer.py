@@ -173,7 +173,7 @@ class Writer:
             results.append(new.keys if placed is None else
                            [new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
-            added.append((am, new, slots.tolist(), evicted, labels))
+            added.append((am, new, slots, evicted, labels))
         semantic = self.semantic
         if semantic.available:
             texts = [text for _, new, _, _, _ in added for text in new.content]
@@ -356,18 +356,24 @@ class Writer:
     def ingest_items(self, agent_id: str, pending: Sequence[PendingRecord],
                      now: int) -> list[str]:
         """Store validated items of one agent (capacity checked first); return their ids."""
+        am, keys = self.ingest_keys(agent_id, pending, now)
+        return [] if am is None else [am.id_of(k) for k in keys]
+
+    def ingest_keys(self, agent_id: str, pending: Sequence[PendingRecord],
+                    now: int) -> tuple[AgentMemory | None, list[int]]:
+        """:meth:`ingest_items`, returning the agent's memory and the new records' keys."""
         state = self.state
         am = state.store.get(agent_id)
         self.check_capacity(am, agent_id, pending)
         if not pending:
-            return []
+            return am, []
         if am is None:
             am = state.store.get_or_create(agent_id)
             state.vocabulary(agent_id)
         events: list[Any] = []
         keys = self.store(am, pending, now, events)
         self.publish(events)
-        return [am.id_of(k) for k in keys]
+        return am, keys
 
     def ingest_batch(self, items: object, now: int) -> IngestedRecords:
         """Store a whole frame of items, each naming its agent, all or nothing.

@@ -265,7 +265,7 @@ class AgentMemory:
             self.hi += rest
         return slots
 
-    def add_batch(self, new: NewRecords) -> tuple[NDArray[np.intp], list[list[Removed]]]:
+    def add_batch(self, new: NewRecords) -> tuple[list[int], list[list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
 
         Episodic records enter the ring in order; each one that finds the ring full first
@@ -274,7 +274,7 @@ class AgentMemory:
         """
         n = len(new)
         ring = self.ring
-        evicted: list[list[Removed]] = [[] for _ in range(n)]
+        evicted: list[list[Removed]] = [[] for _ in range(n)] if n > 1 else [[]]
         # The j-th episodic record of the batch evicts when live + j >= capacity; old keys go
         # first (before slots are taken, so their slots are reused), then, if the batch
         # alone overflows the ring, its own earliest records (below).
@@ -293,35 +293,10 @@ class AgentMemory:
         slot_list = self._take_slots(n)
         rev = self.next_rev
         self.next_rev += n
-        columns = (
-            (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
-            (self.flagged, new.flagged), (self.created, new.created), (self.anchor, new.anchor),
-            (self.tokens, new.tokens), (self.deadline, new.deadline),
-            (self.status, new.status), (self.redacted, new.redacted),
-            (self.tagset, new.tagset),
-        )
-        if n <= 4:  # scalar stores beat fancy indexing for a few records
-            alive, embedded, hashed, revs = self.alive, self.embedded, self.hashed, self.rev
-            counts = self.layer_counts
-            for i, slot in enumerate(slot_list):
-                for column, values in columns:
-                    column[slot] = values[i]
-                alive[slot] = True
-                embedded[slot] = False
-                hashed[slot] = False
-                revs[slot] = rev + i
-                counts[new.layer[i]] += 1
-            slots = np.asarray(slot_list, dtype=np.intp)
+        if n == 1:
+            self._store_one(slot_list[0], new, rev)
         else:
-            slots = np.asarray(slot_list, dtype=np.intp)
-            for column, values in columns:
-                column[slots] = values
-            self.alive[slots] = True
-            self.embedded[slots] = False
-            self.hashed[slots] = False
-            self.rev[slots] = np.arange(rev, rev + n, dtype=np.int64)
-            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
-                                             minlength=_N_LAYERS)
+            self._store_columns(slot_list, new, rev)
         self.dirty = True
         content = self.content
         slot_of = self.slot_of
@@ -344,7 +319,55 @@ class AgentMemory:
                 if ring.full:
                     evicted[i].append(self.remove(ring.oldest()))
                 ring.append(new.keys[i])
-        return slots, evicted
+        return slot_list, evicted
+
+    def _store_one(self, slot: int, new: NewRecords, rev: int) -> None:
+        """The columns of a one-record batch: plain scalar stores (the single-ingest path)."""
+        self.key[slot] = new.keys[0]
+        self.layer[slot] = code = new.layer[0]
+        self.importance[slot] = new.importance[0]
+        self.flagged[slot] = new.flagged[0]
+        self.created[slot] = new.created[0]
+        self.anchor[slot] = new.anchor[0]
+        self.tokens[slot] = new.tokens[0]
+        self.deadline[slot] = new.deadline[0]
+        self.status[slot] = new.status[0]
+        self.redacted[slot] = new.redacted[0]
+        self.tagset[slot] = new.tagset[0]
+        self.alive[slot] = True
+        self.embedded[slot] = False
+        self.hashed[slot] = False
+        self.rev[slot] = rev
+        self.layer_counts[code] += 1
+
+    def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int) -> None:
+        """The columns of a batch: scalar stores for a few records, fancy indexing beyond."""
+        n = len(slot_list)
+        columns = (
+            (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
+            (self.flagged, new.flagged), (self.created, new.created), (self.anchor, new.anchor),
+            (self.tokens, new.tokens), (self.deadline, new.deadline),
+            (self.status, new.status), (self.redacted, new.redacted),
+            (self.tagset, new.tagset),
+        )
+        if n <= 4:  # scalar stores beat fancy indexing for a few records
+            for i, slot in enumerate(slot_list):
+                for column, values in columns:
+                    column[slot] = values[i]
+                self.layer_counts[new.layer[i]] += 1
+            for i, slot in enumerate(slot_list):
+                self.rev[slot] = rev + i
+            index: list[int] | NDArray[np.intp] = slot_list
+        else:
+            index = np.asarray(slot_list, dtype=np.intp)
+            for column, values in columns:
+                column[index] = values
+            self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
+            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
+                                             minlength=_N_LAYERS)
+        self.alive[index] = True
+        self.embedded[index] = False
+        self.hashed[index] = False
 
     def _index_claim(self, key: int, extra: RecordExtra, status: int) -> None:
         claim = extra.attributes.get("claimKey")
