@@ -20,7 +20,7 @@ from f09_memory.core.state import EngineState
 from f09_memory.errors import MemoryEngineError, SnapshotInvalidError
 from f09_memory.protocols import VectorIndex
 from f09_memory.retrieval.semantic import SemanticMemory
-from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState
+from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer, PressureState
 from f09_memory.store.agent import NO_DEADLINE, AgentMemory, RecordExtra
 from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.vector_index.exact import ExactIndex
@@ -150,6 +150,9 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
     am.layer_counts[:] = np.bincount(cols["layer"].astype(np.intp), minlength=_N_LAYERS)
     deadlines = cols["deadline"]
     am.min_deadline = int(deadlines.min()) if n else NO_DEADLINE
+    episodic = cols["layer"] == MemoryLayer.EPISODIC.code
+    am.min_episodic_anchor = int(cols["anchor"][episodic].min()) if episodic.any() else (
+        NO_DEADLINE)
     if (cols["tagset"] >= len(state.store.tags)).any():
         raise ValueError("a record names an unknown tag tuple")
     for key, text in a["sourceEvents"]:

@@ -109,6 +109,9 @@ class AgentMemory:
         """Ingest dedup index, :func:`content_fingerprint` -> key (built on first use)."""
         self.min_deadline = NO_DEADLINE
         """A lower bound of the live records' TTL deadlines (expiry skips the agent before)."""
+        self.min_episodic_anchor = NO_DEADLINE
+        """A lower bound of the live episodic records' anchors (summary selection skips the
+        agent while none can be old enough); refreshed by the selection itself."""
         self.digest_sum = 0
         """Sum of the digests of the hashed records, modulo 2**128."""
         self.dirty = True
@@ -314,6 +317,9 @@ class AgentMemory:
             self._index_claim(key, extra, new.status[i])
         if n:
             self.min_deadline = min(self.min_deadline, min(new.deadline))
+            for code, anchor in zip(new.layer, new.anchor, strict=True):
+                if code == _EPISODIC and anchor < self.min_episodic_anchor:
+                    self.min_episodic_anchor = anchor
         for i, code in enumerate(new.layer):
             if code == _EPISODIC:
                 if ring.full:
@@ -570,6 +576,9 @@ class AgentMemory:
         live_deadlines = self.deadline[:hi][alive]
         if live_deadlines.shape[0]:
             assert int(live_deadlines.min()) >= self.min_deadline, "min_deadline too high"
+        episodic_anchors = self.anchor[:hi][alive & (self.layer[:hi] == _EPISODIC)]
+        if episodic_anchors.shape[0]:
+            assert int(episodic_anchors.min()) >= self.min_episodic_anchor, "anchor bound high"
         assert self.ring.live == int(self.layer_counts[_EPISODIC]) <= self.ring.capacity
         assert sorted(self.ring) == sorted(
             k for k, s in self.slot_of.items() if self.layer[s] == _EPISODIC

@@ -34,7 +34,7 @@ from f09_memory.canonical import quantize_scalar as quantize
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import importance_decayed
 from f09_memory.schema.enums import MemoryLayer
-from f09_memory.store.agent import AgentMemory
+from f09_memory.store.agent import NO_DEADLINE, AgentMemory
 
 __all__ = ["CandidateHeap", "HeapEntry", "eligible_slots", "quantize", "select_batch"]
 
@@ -56,10 +56,15 @@ def eligible_slots(am: AgentMemory, now: int, config: MemoryConfig) -> NDArray[n
     Returns:
         The eligible slots, ascending.
 
-    Runtime complexity: O(n) numpy over the agent's slots.
+    Runtime complexity: O(1) while no episodic record can be old enough (a maintained lower
+    bound of their anchors, refreshed here), else O(n) numpy over the agent's slots.
     """
+    if am.min_episodic_anchor > now - config.episodic_window:
+        return np.zeros(0, dtype=np.intp)  # no episodic record can be old enough yet
     hi = am.hi
     episodic = am.alive[:hi] & (am.layer[:hi] == _EPISODIC)
+    anchors = am.anchor[:hi][episodic]
+    am.min_episodic_anchor = int(anchors.min()) if anchors.shape[0] else NO_DEADLINE
     keep = config.summarization_keep_recent
     if keep > 0:
         ep_keys = am.key[:hi][episodic]
