@@ -33,7 +33,7 @@ from f09_memory.config.tables import PressureProfile
 from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
-from f09_memory.retrieval.filters import request_filter_mask, status_table
+from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, status_table
 from f09_memory.retrieval.ranking import rank_and_pack
 from f09_memory.retrieval.scoring import (
     SCORE_KEYS,
@@ -301,15 +301,20 @@ class Retriever:
             return np.concatenate([getattr(am, name)[: am.hi] for am in ams if am is not None])
 
         layer = cat("layer")
-        policies = np.stack([
-            _ALL_LAYERS if jobs[i].request.layers is not None
-            else self._policy[jobs[i].request.purpose] for i in live])
-        statuses = np.stack([status_table(jobs[i].request) for i in live])
+        policies = [_ALL_LAYERS if jobs[i].request.layers is not None
+                    else self._policy[jobs[i].request.purpose] for i in live]
+        statuses = [status_table(jobs[i].request) for i in live]
         filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
         mask = cat("alive")
         mask &= cat("deadline") > now
-        mask &= policies[row_job, layer]
-        mask &= statuses[row_job, cat("status")]
+        if all(p is policies[0] for p in policies):  # one layer policy for the frame
+            mask &= policies[0][layer]
+        else:
+            mask &= np.stack(policies)[row_job, layer]
+        if all(t is ACTIVE_ONLY for t in statuses):  # the usual case: active records only
+            mask &= cat("status") == 0
+        else:
+            mask &= np.stack(statuses)[row_job, cat("status")]
         for n in filtered:
             am = ams[n]
             assert am is not None
@@ -367,7 +372,9 @@ class Retriever:
             score += w[:, 0] * boosted
             score += w[:, 3] * layer_w[job_of, rows_layer]
             score += w[:, 2] * sims
-        q = quantize(score, self.config.score_quantum)
+        score *= self.config.score_quantum  # quantize in place: one pass fewer
+        np.rint(score, out=score)
+        q = score.astype(np.int64)
         tokens = pick("tokens")
         sizes = np.diff(bounds)
         sums = np.add.reduceat(tokens.astype(np.int64), bounds[:-1]) if tokens.shape[0] else (
