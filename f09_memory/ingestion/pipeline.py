@@ -103,7 +103,8 @@ def validate_item(
         lay = found
     imp: float | None = None
     if importance is not None:
-        if isinstance(importance, bool) or not isinstance(importance, int | float):
+        if type(importance) is not float and (
+                isinstance(importance, bool) or not isinstance(importance, (int, float))):
             raise _bad("importance", f"is {type(importance).__name__}", "pass a float in 0..1")
         imp = float(importance)
         if not (0.0 <= imp <= 1.0) or math.isnan(imp):
@@ -111,13 +112,25 @@ def validate_item(
                        value=imp)
     tag_tuple: tuple[str, ...] = ()
     if tags is not None:
-        if isinstance(tags, str) or not isinstance(tags, Sequence | set | frozenset):
-            raise _bad("tags", f"is {type(tags).__name__}", "pass a list of strings")
-        items = sorted(tags) if isinstance(tags, set | frozenset) else list(tags)
+        kind = type(tags)
+        if kind is not list and kind is not tuple and (
+                isinstance(tags, str) or not isinstance(tags, Sequence | set | frozenset)):
+            raise _bad("tags", f"is {kind.__name__}", "pass a list of strings")
+        if isinstance(tags, set | frozenset):
+            if not all(type(t) is str for t in tags):
+                raise _bad("tags", "contains an empty or non-string tag",
+                           "every tag must be a non-empty string")
+            items = sorted(tags)
+        else:
+            items = list(tags)
+        stripped = []
         for t in items:
-            if not isinstance(t, str) or not t.strip():
-                raise _bad("tags", f"contains {t!r:.40}", "every tag must be a non-empty string")
-        tag_tuple = tuple(dict.fromkeys(t.strip() for t in items))
+            cleaned = t.strip() if type(t) is str else ""
+            if not cleaned:
+                raise _bad("tags", "contains an empty or non-string tag",
+                           "every tag must be a non-empty string")
+            stripped.append(cleaned)
+        tag_tuple = tuple(dict.fromkeys(stripped))
     meta: RecordMetadata | None = None
     if metadata is not None:
         if not isinstance(metadata, Mapping | RecordMetadata):

@@ -143,3 +143,13 @@ def test_dedup_repeats_leave_retrieval_free_of_copies() -> None:
     got = [r.content for r in e.retrieve(RetrievalRequest(agent_id="npc", purpose="dialog",
                                                           max_tokens=400), now=10).records]
     assert 1 == got.count("The well is dry.")
+
+
+@pytest.mark.parametrize("tags", [{1, "a"}, ["ok", 3], ["  "], "town"])
+def test_malformed_tags_are_input_invalid_and_change_nothing(tags: object) -> None:
+    e = engine()
+    e.ingest("npc", "x", now=1)
+    before = e.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        e.ingest("npc", "y", tags=tags, now=2)  # type: ignore[arg-type]
+    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code and before == e.state_hash()
