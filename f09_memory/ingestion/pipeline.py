@@ -9,8 +9,8 @@ token estimate, heuristic importance when none was given. No record object is bu
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, cast
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.config import MemoryConfig
@@ -122,7 +122,7 @@ def validate_item(
                            "every tag must be a non-empty string")
             items = sorted(tags)
         else:
-            items = list(tags)
+            items = list(cast(Iterable[object], tags))  # a list, tuple or Sequence (checked)
         stripped = []
         for t in items:
             cleaned = t.strip() if type(t) is str else ""
