@@ -211,7 +211,7 @@ class Writer:
 
         ``out`` receives, per input item, the key of the record it became: an existing key,
         or ``-(1 + i)`` for the i-th item to store (resolved by the caller). A repeat of an
-        earlier item of the same batch reinforces that one.
+        earlier item of the same batch becomes that item's record (counted once).
         """
         redact = self.ingestor.redactor.redact_text
         step = self.state.config.dedup_importance_step
@@ -221,7 +221,7 @@ class Writer:
         for item in items:
             text = redact(item.content)
             fp = content_fingerprint(item.layer.code, text)
-            if fp in seen:  # a repeat inside the batch: the first copy is reinforced
+            if fp in seen:  # a repeat inside the batch: the same record as its first copy
                 out.append(out[seen[fp]])
                 continue
             key = index.get(fp)
