@@ -44,7 +44,7 @@ from f09_memory.store.agent import (
     normalized_content,
 )
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "reinforced"]
 
 logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
@@ -57,6 +57,11 @@ def _indexed(exc: MemoryEngineError, i: int) -> MemoryEngineError:
     exc.message = f"item {i}: {exc.message}"
     exc.args = (exc.message,)
     return exc
+
+
+def reinforced(importance: float, step: float) -> float:
+    """Importance after one dedup reinforcement: ``+ step``, capped at 1 (6 decimals)."""
+    return min(1.0, round(importance + step, 6))
 
 
 class Writer:
@@ -154,10 +159,24 @@ class Writer:
         Returns:
             Each group's new keys, in order.
         """
+        window = self.state.config.dedup_window_ms if anchor is None else 0
+        if window and any(self._may_overflow(am, items) for am, items in groups):
+            # Dedup must see each eviction before the next item: one item per group, in
+            # order (the rare case of a dedup batch that overflows the ring).
+            owners = [g for g, (_, items) in enumerate(groups) for _ in items]
+            singles = [(am, [item]) for am, items in groups for item in items]
+            merged: list[list[int]] = [[] for _ in groups]
+            for g, keys in zip(owners, self._store(singles, now, events, None, window),
+                               strict=True):
+                merged[g].extend(keys)
+            return merged
+        return self._store(groups, now, events, anchor, window)
+
+    def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
+               events: list[Any], anchor: int | None, window: int) -> list[list[int]]:
         state = self.state
         tags = state.store.tags
         build = self.ingestor.build
-        window = state.config.dedup_window_ms
         added = []
         results: list[list[int]] = []
         for am, items in groups:
@@ -165,11 +184,20 @@ class Writer:
             new = NewRecords()
             labels: list[tuple[str, ...]] = []
             placed: list[int] | None = None
-            if window and anchor is None:
+            repeats: list[int] = []
+            if window:
                 placed = []
-                items = self._dedup(am, items, now, window, placed, events)
+                items = self._dedup(am, items, now, window, placed, repeats, events)
             for item in items:
                 labels.append(build(item, am.reserve_key(), now, vocabulary, tags, new, anchor))
+            for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
+                for _ in range(times):
+                    new.importance[i] = reinforced(new.importance[i],
+                                                   state.config.dedup_importance_step)
+                    if self.wants(RecordUpdated.name):
+                        events.append(RecordUpdated(
+                            id=am.id_of(new.keys[i]), fields=("importance", "recency_anchor"),
+                            reason="dedup"))
             results.append(new.keys if placed is None else
                            [new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
@@ -205,42 +233,60 @@ class Writer:
                         events.append(RecordRedacted(id=rid, patterns=labels[i]))
         return results
 
+    @staticmethod
+    def _may_overflow(am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
+        episodic = sum(1 for item in items if item.layer is _EPISODIC)
+        return len(items) > 1 and am.ring.live + episodic > am.ring.capacity
+
     def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], now: int, window: int,
-               out: list[int], events: list[Any]) -> list[PendingRecord]:
+               out: list[int], repeats: list[int],
+               events: list[Any]) -> list[PendingRecord]:
         """Reinforce live records that ``items`` repeat; return the items still to store.
 
         ``out`` receives, per input item, the key of the record it became: an existing key,
-        or ``-(1 + i)`` for the i-th item to store (resolved by the caller). A repeat of an
-        earlier item of the same batch becomes that item's record (counted once).
+        or ``-(1 + i)`` for the i-th item to store (resolved by the caller); ``repeats[i]``
+        counts the later items of the batch that repeat that i-th item (the caller reinforces
+        it that many times), so a batch ends as the same items ingested one by one would.
         """
         redact = self.ingestor.redactor.redact_text
-        step = self.state.config.dedup_importance_step
         index = am.dedup_index()
         fresh: list[PendingRecord] = []
         seen: dict[tuple[int, int], int] = {}
         for item in items:
             text = redact(item.content)
             fp = content_fingerprint(item.layer.code, text)
-            if fp in seen:  # a repeat inside the batch: the same record as its first copy
-                out.append(out[seen[fp]])
+            earlier = seen.get(fp)
+            if earlier is not None:  # a repeat inside the batch
+                target = out[earlier]
+                if target < 0:
+                    repeats[-target - 1] += 1
+                else:
+                    self._reinforce(am, target, now, events)
+                out.append(target)
                 continue
             key = index.get(fp)
             slot = am.slot_of.get(key) if key is not None else None
             if key is not None and slot is not None and int(am.created[slot]) > now - window \
                     and normalized_content(am.content[slot] or "") == normalized_content(text):
-                am.update(key, importance=min(1.0, round(float(am.importance[slot]) + step, 6)),
-                          anchor=max(now, int(am.anchor[slot])))
-                if self.wants(RecordUpdated.name):
-                    events.append(RecordUpdated(id=am.id_of(key),
-                                                fields=("importance", "recency_anchor"),
-                                                reason="dedup"))
+                self._reinforce(am, key, now, events)
                 seen[fp] = len(out)
                 out.append(key)
                 continue
             seen[fp] = len(out)
             out.append(-(1 + len(fresh)))
             fresh.append(item)
+            repeats.append(0)
         return fresh
+
+    def _reinforce(self, am: AgentMemory, key: int, now: int, events: list[Any]) -> None:
+        """One dedup reinforcement: importance + step (capped at 1), anchor moved to now."""
+        slot = am.slot_of[key]
+        am.update(key, importance=reinforced(float(am.importance[slot]),
+                                             self.state.config.dedup_importance_step),
+                  anchor=max(now, int(am.anchor[slot])))
+        if self.wants(RecordUpdated.name):
+            events.append(RecordUpdated(id=am.id_of(key), fields=("importance", "recency_anchor"),
+                                        reason="dedup"))
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""

@@ -282,17 +282,21 @@ class AgentMemory:
         # first (before slots are taken, so their slots are reused), then, if the batch
         # alone overflows the ring, its own earliest records (below).
         old_live = ring.live
-        taken = 0
+        evicting: list[int] = []  # batch positions whose record evicts an old key
         j = 0
         for i, code in enumerate(new.layer):
             if code != _EPISODIC:
                 continue
             if old_live + j >= ring.capacity:
-                if taken == old_live:
+                if len(evicting) == old_live:
                     break
-                evicted[i].append(self.remove(ring.oldest()))
-                taken += 1
+                evicting.append(i)
             j += 1
+        if len(evicting) == 1:
+            evicted[evicting[0]].append(self.remove(ring.oldest()))
+        elif evicting:
+            for i, gone in zip(evicting, self.remove_oldest(len(evicting)), strict=True):
+                evicted[i].append(gone)
         slot_list = self._take_slots(n)
         rev = self.next_rev
         self.next_rev += n
@@ -418,6 +422,46 @@ class AgentMemory:
         self.layer_counts[code] -= 1
         self.free.append(slot)
         return Removed(self.agent_id, LAYERS_BY_CODE[code], key)
+
+    def remove_oldest(self, count: int) -> list[Removed]:
+        """Remove the ``count`` oldest live episodic records in one pass, oldest first.
+
+        The batch form of ``remove(ring.oldest())`` (ring overflow of a large ingest).
+        Runtime complexity: O(count) plus numpy over the removed slots.
+        """
+        keys = self.ring.pop_oldest(count)
+        slots = [self.slot_of.pop(key) for key in keys]
+        for key in keys:
+            self.source_event.pop(key, None)
+            extra = self.extras.pop(key, None)
+            if extra is not None:
+                claim = extra.attributes.get("claimKey")
+                if isinstance(claim, str) and self.claims.get(claim) == key:
+                    del self.claims[claim]
+        if self.dedup is not None:
+            for slot, key in zip(slots, keys, strict=True):
+                self._forget_fingerprint(slot, key)
+        index = np.asarray(slots, dtype=np.intp)
+        for slot in index[self.hashed[index]].tolist():
+            self._unhash(slot)
+        self.rev[index] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
+        self.next_rev += len(slots)
+        self.dirty = True
+        self.alive[index] = False
+        embedded = self.embedded[index]
+        if embedded.any():
+            self.embedded[index] = False
+            gone = np.asarray(keys, dtype=np.int64)[embedded]
+            for vector_index in (self.index, self.index_build):
+                if vector_index is not None:
+                    vector_index.remove(gone)
+        content = self.content
+        for slot in slots:
+            content[slot] = None
+        self.layer_counts[_EPISODIC] -= len(slots)
+        self.free.extend(slots)
+        layer = LAYERS_BY_CODE[_EPISODIC]
+        return [Removed(self.agent_id, layer, key) for key in keys]
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
         assert self.dedup is not None

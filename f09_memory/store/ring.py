@@ -47,6 +47,26 @@ class EpisodicRing:
             keys.popleft()
         return keys[0]
 
+    def pop_oldest(self, count: int) -> list[int]:
+        """Take the ``count`` oldest live keys out of the ring, oldest first.
+
+        The caller removes them from the store. Runtime complexity: amortized O(count).
+
+        Raises:
+            IndexError: Fewer than ``count`` live keys (internal use only).
+        """
+        if count > self.live:
+            raise IndexError("pop_oldest past the live keys")
+        keys = self._keys
+        is_live = self._is_live
+        out: list[int] = []
+        while len(out) < count:
+            key = keys.popleft()
+            if is_live(key):
+                out.append(key)
+        self.live -= count
+        return out
+
     def append(self, key: int) -> None:
         """Add ``key`` as the newest entry. The caller evicts ``oldest()`` first when full."""
         self._keys.append(key)

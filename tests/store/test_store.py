@@ -120,3 +120,26 @@ def test_stress_random_operations_keep_invariants_and_match_a_model(seed: int) -
         engine._check()
     live = {r.id for a in engine.agents() for r in engine.records(a)}
     assert set(model) == live
+
+
+@pytest.mark.parametrize("dedup", [0, 5])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batches_that_overflow_the_ring_equal_ingesting_one_by_one(seed: int, dedup: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = [{"content": f"event {int(rng.integers(0, 50))} at the mill",
+              "layer": str(rng.choice(["episodic", "episodic", "semantic"])),
+              "importance": round(float(rng.random()), 3),
+              "tags": [str(rng.choice(["a", "b", "c"]))]} for _ in range(400)]
+    batched = MemoryEngine(MemoryConfig(episodic_max=37, dedup_window_ms=dedup), seed=seed)
+    single = MemoryEngine(MemoryConfig(episodic_max=37, dedup_window_ms=dedup), seed=seed)
+    start = 0
+    while start < len(items):
+        size = int(rng.integers(1, 90))
+        chunk = items[start:start + size]
+        batched.ingest_many("npc", chunk, now=start)
+        for item in chunk:
+            single.ingest("npc", **item, now=start)  # type: ignore[arg-type]
+        start += size
+        batched._check()
+    assert single.state_hash() == batched.state_hash()
+    assert [r.id for r in single.records("npc")] == [r.id for r in batched.records("npc")]
