@@ -468,6 +468,7 @@ class MemoryEngine(Journaled):
             self._retriever.budget_for(r, pressure)
             jobs.append((store.get(r.agent_id), r, pressure))
         t = self._time(now)
+        self._semantic.prepare_queries([r.query for r in reqs])  # one batched embedding call
         return self._retriever.retrieve_many(jobs, t, self._semantic.term)
 
     @property

@@ -45,7 +45,7 @@ __all__ = ["NO_QUERY", "SemanticMemory"]
 NO_QUERY = "NO_QUERY"
 """``semantic_fallback`` when the request carried neither query text nor query vectors."""
 
-_QUERY_CACHE_MAX = 256
+_QUERY_CACHE_MAX = 4096
 
 
 def _slice_in_key_order(
@@ -63,6 +63,16 @@ def _slice_in_key_order(
     return None if room <= 0 else slots[:room]
 
 
+def _centroid(parts: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
+    """The unit mean of the query parts; ``None`` when it is the zero vector."""
+    centroid = np.concatenate(parts).mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    if norm == 0.0:
+        return None
+    out: NDArray[np.float32] = (centroid / norm).astype(np.float32)
+    return out
+
+
 class SemanticMemory:
     """Owns the embedding provider and every agent's vectors and index."""
 
@@ -75,6 +85,7 @@ class SemanticMemory:
         self.provider: EmbeddingProvider | None = None
         self.version: str | None = None
         self._queries: dict[str, NDArray[np.float32]] = {}
+        self._centroids: dict[str, tuple[NDArray[np.float32] | None]] = {}
         self.set_provider(provider)
 
     # ------------------------------------------------------------------ provider
@@ -99,6 +110,7 @@ class SemanticMemory:
         self.version = str(provider.version) if provider is not None and is_available(
             provider) else None
         self._queries.clear()
+        self._centroids.clear()
         return old is not None and old != self.version
 
     def invalidate(self, store: MemoryStore) -> None:
@@ -218,6 +230,26 @@ class SemanticMemory:
         return used
 
     # ------------------------------------------------------------------ retrieval
+    def prepare_queries(self, texts: Sequence[str | None]) -> None:
+        """Embed the distinct query texts not cached yet, in one batched call.
+
+        A provider failure is left for the per-request path (which falls back).
+        """
+        if not self.available:
+            return
+        todo = list(dict.fromkeys(t for t in texts if t and t not in self._queries))
+        if not todo:
+            return
+        try:
+            vectors = self._embed(todo)
+        except MemoryEngineError:
+            return
+        for text, vector in zip(todo[-_QUERY_CACHE_MAX:], vectors[-_QUERY_CACHE_MAX:],
+                                strict=True):
+            if len(self._queries) >= _QUERY_CACHE_MAX:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = vector
+
     def query_vector(
         self, text: str | None, vectors: NDArray[np.float32] | None
     ) -> NDArray[np.float32] | None:
@@ -230,6 +262,10 @@ class SemanticMemory:
             EmbeddingFailedError: The provider failed on the query text.
         """
         assert self.provider is not None
+        if text and vectors is None:  # the common case: the text's centroid, computed once
+            hit = self._centroids.get(text)
+            if hit is not None:
+                return hit[0]
         dim = int(self.provider.dim)
         parts: list[NDArray[np.float32]] = []
         if text:
@@ -240,6 +276,12 @@ class SemanticMemory:
                     self._queries.pop(next(iter(self._queries)))
                 self._queries[text] = cached
             parts.append(cached[None, :])
+            if vectors is None:
+                centroid = _centroid(parts)
+                if len(self._centroids) >= _QUERY_CACHE_MAX:
+                    self._centroids.pop(next(iter(self._centroids)))
+                self._centroids[text] = (centroid,)
+                return centroid
         if vectors is not None:
             arr = np.asarray(vectors, dtype=np.float32)
             if arr.ndim == 1:
@@ -249,14 +291,7 @@ class SemanticMemory:
                     f"query_vectors must be finite with shape (n, {dim}) or ({dim},)",
                     details={"shape": list(arr.shape)})
             parts.append(unit_rows(arr))
-        if not parts:
-            return None
-        centroid = np.concatenate(parts).mean(axis=0)
-        norm = float(np.linalg.norm(centroid))
-        if norm == 0.0:
-            return None
-        out: NDArray[np.float32] = (centroid / norm).astype(np.float32)
-        return out
+        return _centroid(parts) if parts else None
 
     def term(
         self,
