@@ -153,3 +153,46 @@ def test_malformed_tags_are_input_invalid_and_change_nothing(tags: object) -> No
     with pytest.raises(MemoryEngineError) as info:
         e.ingest("npc", "y", tags=tags, now=2)  # type: ignore[arg-type]
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code and before == e.state_hash()
+
+
+@pytest.mark.parametrize(("items", "index"), [
+    ([{"agent_id": "a", "content": "ok"}, "just text"], 1),
+    ([{"agent_id": "a", "content": "ok"}, {"content": "no agent"}], 1),
+    ([{"agent_id": "", "content": "x"}], 0),
+    ([{"agent_id": "a", "content": "ok"}, {"agent_id": "b", "content": "  "}], 1),
+    ([{"agent_id": "a", "content": "x", "colour": "red"}], 0),
+])
+def test_bad_ingest_batch_item_names_its_index_and_stores_nothing(
+    items: list[object], index: int
+) -> None:
+    e = engine()
+    e.ingest("a", "before", now=1)
+    before = e.state_hash()
+    with capture_events(e.bus, "memory:record:created") as log, \
+            pytest.raises(MemoryEngineError) as info:
+        e.ingest_batch(items, now=2)  # type: ignore[arg-type]
+    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+    assert index == info.value.details["index"]
+    assert before == e.state_hash() and [] == list(log.events)
+    with pytest.raises(MemoryEngineError):
+        e.ingest_batch({"agent_id": "a", "content": "x"}, now=2)  # type: ignore[arg-type]
+
+
+def test_ingest_batch_over_capacity_stores_nothing() -> None:
+    e = engine(max_records_per_agent=3, episodic_max=10)
+    before = e.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        e.ingest_batch([{"agent_id": "a", "content": f"m{i}"} for i in range(4)], now=1)
+    assert ErrorCode.MEMORY_CAPACITY_EXCEEDED == info.value.code and before == e.state_hash()
+
+
+def test_ingested_records_are_built_on_access_and_say_when_gone() -> None:
+    e = engine(episodic_max=2)
+    out = e.ingest_many("npc", ["one", "two"], now=1)
+    assert ["one", "two"] == [r.content for r in out] and 2 == len(out)
+    assert out[0] == e.get(out.ids[0]) and out[:1] == [e.get(out.ids[0])]
+    e.ingest("npc", "three", now=2)  # the ring evicts "one"
+    with pytest.raises(MemoryEngineError) as info:
+        _ = out[0]
+    assert ErrorCode.MEMORY_RECORD_NOT_FOUND == info.value.code
+    assert "two" == out[1].content
