@@ -210,9 +210,11 @@ class Writer:
             if vectors is not None:
                 row = 0
                 for am, new, slot_list, _, _ in added:
-                    for i, key in enumerate(new.keys):
-                        if am.slot_of.get(key) == slot_list[i]:  # not evicted by a later one
-                            semantic.attach(am, slot_list[i], key, vectors[row + i])
+                    keep = [i for i, key in enumerate(new.keys)  # not evicted by a later one
+                            if am.slot_of.get(key) == slot_list[i]]
+                    semantic.attach_many(am, [slot_list[i] for i in keep],
+                                         [new.keys[i] for i in keep],
+                                         vectors[[row + i for i in keep]])
                     row += len(new.keys)
         report_created = self.wants(RecordCreated.name)
         report_expired = self.wants(RecordExpired.name)

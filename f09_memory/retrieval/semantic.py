@@ -158,6 +158,18 @@ class SemanticMemory:
         if am.index is not None:
             am.index.add(np.array([key], dtype=np.int64), vector[None, :])
 
+    def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
+                    vectors: NDArray[np.float32]) -> None:
+        """:meth:`attach` for several records of one agent (one block copy)."""
+        if not slots:
+            return
+        column = am.ensure_vectors(int(vectors.shape[1]))
+        index = np.asarray(slots, dtype=np.intp)
+        column[index] = vectors
+        am.mark_embedded_many(index)
+        if am.index is not None:
+            am.index.add(np.asarray(keys, dtype=np.int64), vectors)
+
     def retry_slice(self, store: MemoryStore, budget: int | None) -> tuple[int, int, list[Any]]:
         """Embed un-embedded live records (failed or stale) within ``budget`` work units.
 

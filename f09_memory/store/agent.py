@@ -537,6 +537,17 @@ class AgentMemory:
             self._unhash(slot)
             self.embedded[slot] = embedded
 
+    def mark_embedded_many(self, slots: NDArray[np.intp]) -> None:
+        """Mark ``slots`` embedded (their digests are recomputed: the flag is part of them)."""
+        for slot in slots[self.hashed[slots] | self.embedded[slots]].tolist():
+            self._unhash(slot)
+        fresh = slots[~self.embedded[slots]]
+        self.rev[fresh] = np.arange(self.next_rev, self.next_rev + fresh.shape[0],
+                                    dtype=np.int64)
+        self.next_rev += int(fresh.shape[0])
+        self.embedded[slots] = True
+        self.dirty = True
+
     def clear_embedded(self) -> None:
         """Mark every vector stale (a new embedder); every live digest is recomputed."""
         for slot in np.flatnonzero(self.embedded[: self.hi]).tolist():
