@@ -16,7 +16,7 @@ from f09_memory.errors import InputInvalidError
 from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
 from f09_memory.ingestion.pipeline import validate_item
 from f09_memory.schema.enums import MemoryLayer
-from f09_memory.store.agent import STATUS_CODE, RecordExtra
+from f09_memory.store.records import STATUS_CODE, RecordExtra
 
 __all__ = ["ingest_claim"]
 

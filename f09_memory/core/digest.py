@@ -7,7 +7,7 @@
 - an agent's digest is sha256 of its id, id counter, novelty-vocabulary digest and the sum
   (mod 2**128) of its records' 16-byte digests. A record's digest covers every stored field
   (quantized importance, times, layer, flags, status, text, tags, sparse metadata); it is
-  computed lazily, once per change of the record (``AgentMemory.refresh_digest``).
+  computed lazily, once per change of the record (``store.digests.refresh_digest``).
 
 The sum is order-independent and canonical: the same records give the same digest however
 they were inserted, so the hash is the same in any process and after save/load.
@@ -22,6 +22,7 @@ from typing import Any
 from f09_memory.canonical import canonical_json, sha256_hex
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.state import EngineState
+from f09_memory.store.digests import refresh_digest
 
 __all__ = ["config_fingerprint", "state_hash"]
 
@@ -51,7 +52,7 @@ def state_hash(state: EngineState, fingerprint: str, summarizer_state: dict[str,
     }
     h = hashlib.sha256(canonical_json(header, quantum))
     for am in state.store:
-        total = am.refresh_digest(quantum)
+        total = refresh_digest(am, quantum)
         prev_sum, cur_sum, prev_n, cur_n = state.vocabulary(am.agent_id).digest()
         agent = hashlib.sha256(am.agent_id.encode("utf-8", "surrogatepass"))
         agent.update(_AGENT.pack(am.next_key, total.to_bytes(16, "big"), prev_sum, cur_sum,

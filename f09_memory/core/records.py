@@ -21,7 +21,8 @@ from f09_memory.errors import RecordNotFoundError
 from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
-from f09_memory.store.agent import NO_DEADLINE, AgentMemory
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NO_DEADLINE
 from f09_memory.store.store import MemoryStore, split_record_id
 
 __all__ = ["IngestedRecords", "RecordReader"]

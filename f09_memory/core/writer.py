@@ -36,13 +36,8 @@ from f09_memory.ingestion.pipeline import (
 )
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.agent import (
-    AgentMemory,
-    NewRecords,
-    Removed,
-    content_fingerprint,
-    normalized_content,
-)
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NewRecords, Removed, content_fingerprint, normalized_content
 
 __all__ = ["Writer", "reinforced"]
 

@@ -20,7 +20,7 @@ from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
-from f09_memory.store.agent import NO_DEADLINE, STATUS_CODE, NewRecords, RecordExtra
+from f09_memory.store.records import NO_DEADLINE, STATUS_CODE, NewRecords, RecordExtra
 from f09_memory.store.tags import TagTable
 
 __all__ = [

@@ -23,7 +23,8 @@ from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.retention import Compactor, compact_store
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import PressureState
-from f09_memory.store.agent import NO_DEADLINE, AgentMemory
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NO_DEADLINE
 from f09_memory.summarization.service import SummarizationService
 
 __all__ = ["Maintenance", "TickReport"]

@@ -21,7 +21,8 @@ from f09_memory.errors import MemoryEngineError, SnapshotInvalidError
 from f09_memory.protocols import VectorIndex
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer, PressureState
-from f09_memory.store.agent import NO_DEADLINE, AgentMemory, RecordExtra
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NO_DEADLINE, RecordExtra
 from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.vector_index.exact import ExactIndex
 from f09_memory.vector_index.hnsw import HnswIndex

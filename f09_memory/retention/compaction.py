@@ -36,7 +36,8 @@ from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import importance_decayed
 from f09_memory.errors import InputInvalidError
 from f09_memory.retention.policy import CAPPED_LAYERS, check_policy, layer_caps
-from f09_memory.store.agent import AgentMemory, Removed
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import Removed
 
 __all__ = ["REMOVAL_COST_UNITS", "CompactionCursor", "CompactionResult", "Compactor"]
 

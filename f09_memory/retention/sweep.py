@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from f09_memory.errors import InputInvalidError
 from f09_memory.retention.compaction import CompactionCursor, Compactor
-from f09_memory.store.agent import Removed
+from f09_memory.store.records import Removed
 from f09_memory.store.store import MemoryStore
 
 __all__ = ["AgentCompaction", "StoreCompaction", "compact_store"]

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.schema.retrieval import RetrievalRequest
-from f09_memory.store.agent import CLAIM_STATUSES, AgentMemory
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import CLAIM_STATUSES
 
 __all__ = ["ACTIVE_ONLY", "redact_filters", "request_filter_mask", "status_table"]
 

@@ -25,51 +25,31 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 
 from __future__ import annotations
 
-import hashlib
-import struct
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.canonical import canonical_json
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
+from f09_memory.store.digests import MASK128
 from f09_memory.store.records import (
-    CLAIM_STATUSES,
     EMPTY_EXTRA,
     NO_DEADLINE,
-    STATUS_CODE,
     NewRecords,
     RecordExtra,
     Removed,
     content_fingerprint,
-    normalized_content,
     record_id,
 )
 from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.tags import TagTable
 
-__all__ = [
-    "CLAIM_STATUSES",
-    "NO_DEADLINE",
-    "STATUS_CODE",
-    "AgentMemory",
-    "NewRecords",
-    "RecordExtra",
-    "Removed",
-    "content_fingerprint",
-    "normalized_content",
-    "record_id",
-]
-"""``AgentMemory`` is defined here; the record value types are re-exported from
-``store.records`` so importers of this module keep working."""
+__all__ = ["AgentMemory"]
 
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
-_MASK128 = (1 << 128) - 1
-_HEAD = struct.Struct("<qbq?qqiqbb?i")
 
 
 class AgentMemory:
@@ -390,7 +370,7 @@ class AgentMemory:
     def _unhash(self, slot: int) -> None:
         if self.hashed[slot]:
             value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
-            self.digest_sum = (self.digest_sum - value) & _MASK128
+            self.digest_sum = (self.digest_sum - value) & MASK128
             self.hashed[slot] = False
         self.rev[slot] = self.next_rev
         self.next_rev += 1
@@ -553,52 +533,6 @@ class AgentMemory:
         for slot in np.flatnonzero(self.embedded[: self.hi]).tolist():
             self._unhash(slot)
         self.embedded[:] = False
-
-    # ------------------------------------------------------------------ hashing
-    def record_digest(self, slot: int, quantum: int) -> bytes:
-        """The 16-byte digest of the record in ``slot`` (every stored field)."""
-        key = int(self.key[slot])
-        head = _HEAD.pack(
-            key, int(self.layer[slot]), round(float(self.importance[slot]) * quantum),
-            bool(self.flagged[slot]), int(self.created[slot]), int(self.anchor[slot]),
-            int(self.tokens[slot]), int(self.deadline[slot]), int(self.status[slot]),
-            int(self.redacted[slot]), bool(self.embedded[slot]), 0)
-        h = hashlib.sha256(head)
-        text = self.content[slot]
-        assert text is not None
-        h.update(text.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-        h.update("\x1f".join(self.tags_of(slot)).encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-        source = self.source_event.get(key)
-        if source is not None:
-            h.update(b"s" + source.encode("utf-8", "surrogatepass"))
-        extra = self.extras.get(key)
-        if extra is not None:
-            h.update(b"\x00x" + canonical_json(extra.canonical(), quantum))
-        return h.digest()[:16]
-
-    def refresh_digest(self, quantum: int) -> int:
-        """Hash the records changed since the last call; return the agent's digest sum.
-
-        Runtime complexity: O(changed records) sha256 plus O(n) numpy.
-        """
-        if not self.dirty:
-            return self.digest_sum
-        hi = self.hi
-        todo = np.flatnonzero(self.alive[:hi] & ~self.hashed[:hi]).tolist()
-        total = self.digest_sum
-        for slot in todo:
-            raw = self.record_digest(slot, quantum)
-            hi64 = int.from_bytes(raw[:8], "big")
-            lo64 = int.from_bytes(raw[8:], "big")
-            self.digest_hi[slot] = hi64
-            self.digest_lo[slot] = lo64
-            self.hashed[slot] = True
-            total += (hi64 << 64) | lo64
-        self.digest_sum = total & _MASK128
-        self.dirty = False
-        return self.digest_sum
 
     # ------------------------------------------------------------------ checks
     def _check(self) -> None:

@@ -34,7 +34,8 @@ from f09_memory.canonical import quantize_scalar as quantize
 from f09_memory.config.config import MemoryConfig
 from f09_memory.decay.decay import importance_decayed
 from f09_memory.schema.enums import MemoryLayer
-from f09_memory.store.agent import NO_DEADLINE, AgentMemory
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NO_DEADLINE
 
 __all__ = ["CandidateHeap", "HeapEntry", "eligible_slots", "quantize", "select_batch"]
 
