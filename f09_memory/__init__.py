@@ -22,7 +22,13 @@ True
 """
 
 from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
-from f09_memory.config import MemoryConfig, PressureProfile, RetentionPolicy, ScoreWeights
+from f09_memory.config import (
+    MemoryConfig,
+    PressureProfile,
+    RetentionPolicy,
+    ScoreWeights,
+    TickCosts,
+)
 from f09_memory.core.records import IngestedRecords
 from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.engine import DEFAULT_EMBEDDER, DefaultEmbedder, MemoryEngine, TickReport
@@ -45,6 +51,7 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
+from f09_memory.maintenance import TickBacklog
 from f09_memory.protocols import (
     EmbeddingProvider,
     LLMClient,
@@ -112,6 +119,8 @@ __all__ = [
     "SummaryLockedError",
     "SummaryOutcome",
     "TaskStatus",
+    "TickBacklog",
+    "TickCosts",
     "TickReport",
     "TokenBudgetUndefinedError",
     "TokenCounter",

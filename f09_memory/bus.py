@@ -8,12 +8,16 @@ Events (spec section 10, plus ``memory:pressure:changed`` and ``memory:embedding
     memory:summarization:queued    {taskId, agentId, sourceCount}
     memory:summarization:completed {taskId, summaryRecordId, reductionRatio}
     memory:summarization:failed    {taskId, reason}
+    memory:summarization:timeout   {taskId, agentId, timeoutMs}
+    memory:summarization:late      {taskId}
     memory:retrieval               {agentId, purpose, candidateCount, used, truncated,
                                     pressureState}
     memory:compaction              {agentId, removed, remaining}
     memory:decay:applied           {agentId, affected}
     memory:pressure:changed        {previous, current}
     memory:embedding:failed        {agentId, recordIds, reason}
+    memory:tick:behind             {ticks, agentsDue, overSoftCaps, pendingSummaries,
+                                    embeddingRetries, indexWork}
 
 A pattern is an event name, a prefix ending in ``:*`` (``memory:summarization:*``) or
 ``*``; one that matches no declared event raises. Every event is emitted after the state
@@ -53,7 +57,10 @@ __all__ = [
     "RetrievalPerformed",
     "SummarizationCompleted",
     "SummarizationFailed",
+    "SummarizationLate",
     "SummarizationQueued",
+    "SummarizationTimedOut",
+    "TickBehind",
 ]
 
 logger = logging.getLogger("f09_memory")
@@ -151,6 +158,37 @@ class SummarizationFailed(_Payload):
 
 
 @dataclass(frozen=True, slots=True)
+class SummarizationTimedOut(_Payload):
+    """The LLM did not answer a task in time; the heuristic summary replaces its answer."""
+
+    name: ClassVar[str] = "memory:summarization:timeout"
+    task_id: str
+    agent_id: str
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizationLate(_Payload):
+    """An answer came for a task that had timed out; it was ignored."""
+
+    name: ClassVar[str] = "memory:summarization:late"
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TickBehind(_Payload):
+    """The tick backlog grew ``ticks`` ticks in a row: the budget does not keep up."""
+
+    name: ClassVar[str] = "memory:tick:behind"
+    ticks: int
+    agents_due: int
+    over_soft_caps: int
+    pending_summaries: int
+    embedding_retries: int
+    index_work: int
+
+
+@dataclass(frozen=True, slots=True)
 class RetrievalPerformed(_Payload):
     """A bundle was built (``memory:retrieval``)."""
 
@@ -203,16 +241,17 @@ class EmbeddingFailed(_Payload):
 
 Event = (
     RecordCreated | RecordExpired | RecordUpdated | RecordRedacted | SummarizationQueued
-    | SummarizationCompleted | SummarizationFailed | RetrievalPerformed | MemoryCompaction
-    | DecayApplied | PressureChanged | EmbeddingFailed
+    | SummarizationCompleted | SummarizationFailed | SummarizationTimedOut | SummarizationLate
+    | RetrievalPerformed | MemoryCompaction | DecayApplied | PressureChanged | EmbeddingFailed
+    | TickBehind
 )
 Handler = Callable[[Any], None]
 
 _PAYLOADS: tuple[type[_Payload], ...] = (
     RecordCreated, RecordExpired, RecordUpdated, RecordRedacted, SummarizationQueued,
     SummarizationCompleted,
-    SummarizationFailed, RetrievalPerformed, MemoryCompaction, DecayApplied, PressureChanged,
-    EmbeddingFailed,
+    SummarizationFailed, SummarizationTimedOut, SummarizationLate, RetrievalPerformed,
+    MemoryCompaction, DecayApplied, PressureChanged, EmbeddingFailed, TickBehind,
 )
 EVENT_NAMES: tuple[str, ...] = tuple(p.name for p in _PAYLOADS)
 

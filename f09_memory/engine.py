@@ -488,20 +488,25 @@ class MemoryEngine(Journaled):
         """
         if self._semantic.set_provider(embedder) or not self._semantic.available:
             self._semantic.invalidate(self._state.store)
+        else:
+            self._semantic.retry_all(self._state.store)
         self._reader.clear()
 
     # ------------------------------------------------------------------ maintenance
-    def summarize_pending(self, llm: LLMClient, *, now: int | None = None) -> list[SummaryOutcome]:
+    def summarize_pending(self, llm: LLMClient, *, now: int | None = None,
+                          timeout_ms: int | None = None) -> list[SummaryOutcome]:
         """Run every queued summarization task through ``llm`` synchronously and apply it.
 
         The convenience form of ``engine.summarization.poll`` then ``complete``. An LLM
-        that raises or returns garbage never loses a record: the local heuristic summary is
-        used instead.
+        that raises, returns garbage or does not answer within ``timeout_ms`` of wall time
+        (default ``summarization_timeout_ms``; ``memory:summarization:timeout``) never
+        loses a record: the local heuristic summary is used instead, and a late answer is
+        dropped.
 
         Raises:
-            InputInvalidError: ``llm`` has no ``complete(prompt, ...)``.
+            InputInvalidError: ``llm`` has no ``complete(prompt, ...)``, or a bad timeout.
         """
-        return self.summarization.run(llm, now=now)
+        return self.summarization.run(llm, now=now, timeout_ms=timeout_ms)
 
     @journaled
     def set_pressure(self, state: PressureState | str) -> None:
@@ -530,14 +535,16 @@ class MemoryEngine(Journaled):
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
         """Advance the clock to ``now`` and run a slice of maintenance.
 
-        Per agent in id order: TTL expiry and summarization scheduling; then (with budget
-        left) a compaction slice pruning layers over their retention caps, re-embedding of
-        records whose embedding failed or went stale, and vector-index slices (see
-        ``maintenance.tick``).
+        Times out overdue LLM summarization tasks and applies tasks finished without the
+        LLM; then, for the agents due (vectorized check), TTL expiry and summarization
+        scheduling; then (with budget left) compaction of layers over their retention caps,
+        re-embedding of records whose embedding failed or went stale, and vector-index
+        slices (see ``maintenance.tick``).
 
-        The budget is counted in work units (``work_units_per_ms`` per millisecond), never
-        by the wall clock, so the same calls do the same work on any machine. What does not
-        fit is resumed by the next tick from where it stopped.
+        The budget is counted in work units (``work_units_per_ms`` per millisecond) by a
+        cost model calibrated against measured time (``tick_costs``), never by the wall
+        clock, so the same calls do the same work on any machine. What does not fit is
+        resumed by the next tick and reported in ``TickReport.backlog``.
 
         Raises:
             InputInvalidError: ``now`` earlier than the engine clock, or a bad budget.

@@ -1,11 +1,12 @@
 """Config (index 2): MemoryConfig, its scoring and pressure tables, and ``MEMORY_*`` env reading.
 
-Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings), ``tables``
+Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
+TickCosts), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
 variable map).
 """
 
-from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy
+from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
 from f09_memory.config.tables import (
     CompressionStrategy,
@@ -26,4 +27,5 @@ __all__ = [
     "ScoreWeights",
     "ScoringTables",
     "SummarizationMode",
+    "TickCosts",
 ]

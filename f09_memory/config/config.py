@@ -12,7 +12,7 @@ from f09_memory.redaction.patterns import compile_patterns
 from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer
 
-__all__ = ["ImportanceSettings", "MemoryConfig", "RetentionPolicy"]
+__all__ = ["ImportanceSettings", "MemoryConfig", "RetentionPolicy", "TickCosts"]
 
 PosInt = Annotated[StrictInt, Field(ge=1)]
 
@@ -91,6 +91,46 @@ class ImportanceSettings(_ConfigModel):
     novelty_min_word_len: Annotated[StrictInt, Field(ge=1, le=32)] = 4
 
 
+class TickCosts(_ConfigModel):
+    """The tick's cost model: what each kind of maintenance work costs, in work units.
+
+    ``tick(now, budget_ms=B)`` may spend ``B * work_units_per_ms`` units (200,000 per ms by
+    default: one unit is 5 ns of the reference machine, a 2-core x86-64 at about 3 GHz). The
+    defaults are the reference machine's measured cost of each kind of work
+    (``benchmarks/bench_tick_costs.py`` prints the measured µs per unit of each on yours).
+    Work is counted, never timed, so the same calls do the same work on every machine; a
+    slower machine lowers ``work_units_per_ms`` (``f09-memory calibrate``-style: run the
+    benchmark and scale). No single item of tick work costs more than
+    ``max_item_fraction`` of the budget of the smallest tick (see ``maintenance.tick``).
+    """
+
+    agent: PosInt = 60
+    """Per agent per tick: the vectorized check of what the agent is due (expiry, summary,
+    compaction, embedding, index): about 0.3 µs."""
+    scan: PosInt = 1_500
+    """Per vectorized pass over one agent's columns (TTL expiry, summary selection, a
+    compaction layer), plus ``scan_slot`` per slot: about 7 µs + 5 ns per slot."""
+    scan_slot: PosInt = 1
+    """Per slot of a vectorized pass over an agent's columns."""
+    expire: PosInt = 1_500
+    """Per record a TTL removes, with its event: about 7 µs."""
+    prune: PosInt = 1_500
+    """Per record compaction prunes from a layer over its cap, with its event: about 7 µs."""
+    embed: PosInt = 5_000
+    """Per text (re-)embedded by a tick (hashing embedder: about 25 µs). A slower provider
+    needs a larger value."""
+    index_insert: PosInt = 100_000
+    """Per vector inserted into a vector index being built (HNSW: about 0.5 ms)."""
+    summary_select: PosInt = 800
+    """Per source a summary task takes (snapshot of content and tags): about 4 µs."""
+    summary_heuristic: PosInt = 2_000
+    """Per source of a local (heuristic) summary: key terms, text, coverage: about 10 µs."""
+    summary_apply: PosInt = 1_500
+    """Per source retired when a summary is applied (plus one ``summary_store``)."""
+    summary_store: PosInt = 6_000
+    """Per summary record stored (redaction, embedding, events): about 30 µs."""
+
+
 class MemoryConfig(_ConfigModel):
     """All engine settings. Field names are snake_case; JSON uses the spec's camelCase.
 
@@ -162,14 +202,16 @@ class MemoryConfig(_ConfigModel):
     exactly, highest score bound first, at most this many per retrieval: the bundle equals
     full scoring unless the bound is too loose to rule out more (then the bound-highest are
     checked). 0 turns the check off."""
-    embed_cost_units: PosInt = 5_000
-    """Work units ``tick`` counts per text it (re-)embeds (about 25 µs of hashing)."""
-    removal_cost_units: PosInt = 2_000
-    """Work units ``tick`` counts per record compaction prunes (about 10 µs each, with its
-    event)."""
-    index_insert_cost_units: PosInt = 100_000
-    """Work units ``tick`` counts per vector it inserts into an index being built (HNSW
-    inserts cost about 0.5 ms each)."""
+    tick_costs: TickCosts = Field(default_factory=TickCosts)
+    """The tick's cost model (work units per kind of work)."""
+    tick_behind_after: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 8
+    """``memory:tick:behind`` is emitted when the tick backlog has grown this many ticks in
+    a row (and ``TickReport.behind`` is then True)."""
+    hard_cap_slack: Annotated[float, Field(ge=0.0, le=1.0)] | None = 0.1
+    """Capped layers may exceed their cap between ticks by this share of the cap (at least
+    one record); an ingest that would pass ``cap + slack`` evicts down to the cap at once,
+    lowest retention score first (the compaction order). ``None``: no limit at ingest, only
+    ticks compact (a bulk load that compaction trims later)."""
 
     category_layers: dict[
         Literal["decision", "preference", "fact", "commitment", "blocker", "open_thread",
@@ -196,6 +238,11 @@ class MemoryConfig(_ConfigModel):
     """Sampling temperature passed to ``LLMClient.complete`` for summaries."""
     summarization_max_tokens: Annotated[StrictInt, Field(ge=16, le=100_000)] = 400
     """Completion token limit passed to ``LLMClient.complete`` for summaries."""
+    summarization_timeout_ms: Annotated[StrictInt, Field(ge=1)] | None = 30_000
+    """How long a summarization task may wait for the LLM: ``summarize_pending`` gives each
+    call this much wall time, and a polled task not completed by ``poll time + timeout`` in
+    logical time is finished by ``tick`` with the heuristic summary. A late answer is then
+    ignored (``memory:summarization:late``). ``None``: wait forever."""
     summarization_grouping_gap_ms: Annotated[StrictInt, Field(ge=0)] = 300_000
     """A record with no tag and no entity joins the group whose last event is this close."""
     summarization_event_max_chars: Annotated[StrictInt, Field(ge=16, le=100_000)] = 500

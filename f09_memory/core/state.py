@@ -31,6 +31,8 @@ class EngineState:
         tick_cursor: Index into the sorted agent list where the next maintenance slice
             starts.
         compaction: Where the next compaction slice resumes.
+        backlog_total: The tick backlog's total after the last tick.
+        backlog_streak: Ticks in a row the backlog grew (``memory:tick:behind``).
         vocabularies: Each agent's novelty vocabulary (importance heuristic).
     """
 
@@ -41,6 +43,8 @@ class EngineState:
     pressure: PressureState = PressureState.NORMAL
     tick_cursor: int = 0
     compaction: CompactionCursor = field(default_factory=CompactionCursor)
+    backlog_total: int = 0
+    backlog_streak: int = 0
     vocabularies: dict[str, Vocabulary] = field(default_factory=dict)
 
     @classmethod

@@ -12,6 +12,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from f09_memory.bus import (
     EngineBus,
     RecordCreated,
@@ -34,6 +36,7 @@ from f09_memory.ingestion.pipeline import (
     validate_item,
     validate_mapping,
 )
+from f09_memory.retention.compaction import Compactor
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.store.agent import AgentMemory
@@ -77,6 +80,13 @@ class Writer:
         self.ingestor = ingestor
         self.semantic = semantic
         self.reader = reader
+        self._compactor = Compactor(state.config)
+        codes, caps = self._compactor.caps
+        share = state.config.hard_cap_slack
+        if share is None:
+            codes = codes[:0]
+        slack = np.maximum(1, np.floor(caps * (share or 0.0))).astype(np.int64)
+        self._hard = (codes, caps[: codes.shape[0]], (caps + slack)[: codes.shape[0]])
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -196,15 +206,17 @@ class Writer:
             results.append(new.keys if placed is None else
                            [new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
-            added.append((am, new, slots, evicted, labels))
+            capped: list[Removed] = []
+            self._hold_caps(am, now, capped)
+            added.append((am, new, slots, evicted, labels, capped))
         semantic = self.semantic
         if semantic.available:
-            texts = [text for _, new, _, _, _ in added for text in new.content]
-            keys = [(am, k) for am, new, _, _, _ in added for k in new.keys]
+            texts = [text for _, new, *_ in added for text in new.content]
+            keys = [(am, k) for am, new, *_ in added for k in new.keys]
             vectors = semantic.embed_keys(keys, texts, events)
             if vectors is not None:
                 row = 0
-                for am, new, slot_list, _, _ in added:
+                for am, new, slot_list, *_ in added:
                     keep = [i for i, key in enumerate(new.keys)  # not evicted by a later one
                             if am.slot_of.get(key) == slot_list[i]]
                     semantic.attach_many(am, [slot_list[i] for i in keep],
@@ -215,7 +227,7 @@ class Writer:
         report_expired = self.wants(RecordExpired.name)
         report_redacted = self.wants(RecordRedacted.name)
         if report_created or report_expired or report_redacted:
-            for am, new, _, evicted, labels in added:
+            for am, new, _, evicted, labels, capped in added:
                 agent_id = am.agent_id
                 for i, key in enumerate(new.keys):
                     if report_expired:
@@ -228,7 +240,27 @@ class Writer:
                             agent_id=agent_id, importance=new.importance[i]))
                     if labels[i] and report_redacted:
                         events.append(RecordRedacted(id=rid, patterns=labels[i]))
+                if report_expired:
+                    events.extend(RecordExpired(id=r.id, layer=r.layer.value,
+                                                reason="retention") for r in capped)
         return results
+
+    def _hold_caps(self, am: AgentMemory, now: int, out: list[Removed]) -> None:
+        """Evict down to the cap every capped layer of ``am`` past ``cap + slack``.
+
+        The records go in compaction order (lowest decayed score first, flagged last, the
+        ``protected_min`` best kept), so a layer never holds more than ``cap + slack``
+        records whatever the tick budget: O(1) per ingest until the slack fills, then one
+        O(n) numpy selection per ``slack`` ingests.
+        """
+        codes, caps, hard = self._hard
+        counts = am.layer_counts[codes]
+        if not (counts > hard).any():
+            return
+        for i in np.flatnonzero(counts > hard).tolist():
+            code = int(codes[i])
+            victims = self._compactor.select(am, code, now, int(counts[i] - caps[i]))
+            out.extend(am.remove(key) for key in victims.tolist())
 
     @staticmethod
     def _may_overflow(am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
@@ -386,6 +418,7 @@ class Writer:
         am.update(key, **changes)
         if content is not None:
             am.mark_embedded(slot, False)  # re-embedded by a later tick
+            self.semantic.retry_agents.add(am.agent_id)
         events: list[Any] = []
         if self.wants(RecordUpdated.name):
             events.append(RecordUpdated(id=am.id_of(key), fields=tuple(fields)))

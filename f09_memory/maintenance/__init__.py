@@ -5,6 +5,6 @@ tick loop, and TickReport).
 """
 
 from f09_memory.maintenance.budget import WorkBudget
-from f09_memory.maintenance.tick import Maintenance, TickReport
+from f09_memory.maintenance.tick import Maintenance, TickBacklog, TickReport
 
-__all__ = ["Maintenance", "TickReport", "WorkBudget"]
+__all__ = ["Maintenance", "TickBacklog", "TickReport", "WorkBudget"]

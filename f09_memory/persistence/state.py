@@ -110,6 +110,7 @@ def get_state(state: EngineState, summarizer: Summarizer,
         "pressure": state.pressure.value,
         "tickCursor": state.tick_cursor,
         "compactionCursor": state.compaction.get_state(),
+        "backlog": [state.backlog_total, state.backlog_streak],
         "summarizer": summarizer.get_state(),
         "embedderVersion": embedder_version,
         "tags": state.store.tags.get_state(),
@@ -220,7 +221,9 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
         state.pressure = PressureState(manifest["pressure"])
         state.tick_cursor = int(manifest["tickCursor"])
         state.compaction.set_state(manifest["compactionCursor"])
+        state.backlog_total, state.backlog_streak = (int(x) for x in manifest["backlog"])
         summarizer.set_state(manifest["summarizer"])
+        semantic.retry_all(state.store)
     except MemoryEngineError as exc:
         raise SnapshotInvalidError(f"the snapshot's state is inconsistent: {exc.message}",
                                    details={"cause": exc.code.value}) from exc

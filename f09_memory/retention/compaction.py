@@ -144,6 +144,7 @@ class Compactor:
             ``decay_half_life_ms`` and ``score_quantum``.
         removal_cost_units: Work units one removal costs (default
             :data:`REMOVAL_COST_UNITS`).
+        scan_cost_units: Work units each layer scan costs on top of one per slot (default 0).
 
     Raises:
         InputInvalidError: ``removal_cost_units`` is not a positive integer.
@@ -152,13 +153,15 @@ class Compactor:
     """
 
     def __init__(self, config: MemoryConfig, *,
-                 removal_cost_units: int = REMOVAL_COST_UNITS) -> None:
+                 removal_cost_units: int = REMOVAL_COST_UNITS,
+                 scan_cost_units: int = 0) -> None:
         cost = _budget(removal_cost_units, "removal_cost_units")
         if not cost:
             raise InputInvalidError("removal_cost_units must be a positive integer",
                                     details={"field": "removal_cost_units"})
         self.config = config
         self.removal_cost_units = cost
+        self.scan_cost_units = _budget(scan_cost_units, "scan_cost_units") or 0
         self.protected_min = config.retention_policy.protected_min
         check_policy(config.retention_policy, protected_min=self.protected_min)
         caps = layer_caps(config.retention_policy)
@@ -168,6 +171,11 @@ class Compactor:
         self._caps = np.array([cap for _, cap in capped], dtype=np.int64)
         self._half_life = config.decay_half_life_ms
         self._quantum = float(config.score_quantum)
+
+    @property
+    def caps(self) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        """``(layer codes, caps)`` of the capped layers, as arrays in code order."""
+        return self._codes, self._caps
 
     @property
     def capped_codes(self) -> tuple[int, ...]:
@@ -264,7 +272,7 @@ class Compactor:
             if excess <= 0:
                 continue
             take = excess
-            scan = am.hi
+            scan = self.scan_cost_units + am.hi
             if budget is not None:
                 left = budget - used
                 if left <= 0:

@@ -11,6 +11,7 @@ cursor is reset), so a call visits each agent at most once.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from f09_memory.errors import InputInvalidError
@@ -61,6 +62,8 @@ def compact_store(
     budget_units: int | None,
     cursor: CompactionCursor,
     compactor: Compactor,
+    *,
+    agents: Sequence[str] | None = None,
 ) -> StoreCompaction:
     """Run one budgeted compaction slice over the store's agents, resuming at ``cursor``.
 
@@ -71,6 +74,7 @@ def compact_store(
             the pass). One unit per agent checked, plus what each ``compact_slice`` spends.
         cursor: Where to resume (mutated): the agent, and the layer within it.
         compactor: Selects and removes the records.
+        agents: Visit only these agents (sorted ids, e.g. those over a cap); default all.
 
     Returns:
         The agents that lost records, in visiting order (sorted ids from the cursor), each
@@ -91,7 +95,7 @@ def compact_store(
             "of work units, or None for an unbounded pass",
             details={"field": "budget_units"},
         )
-    ids = store.agent_ids()
+    ids = store.agent_ids() if agents is None else list(agents)
     out = StoreCompaction()
     i = 0 if cursor.agent_id is None else bisect_left(ids, cursor.agent_id)
     if i == len(ids):  # the cursor's agent sorts after every id: wrap to a fresh pass

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from sortedcontainers import SortedSet
 
 from f09_memory.bus import EmbeddingFailed, EngineBus
 from f09_memory.config.config import MemoryConfig
@@ -86,6 +87,9 @@ class SemanticMemory:
         self.version: str | None = None
         self._queries: dict[str, NDArray[np.float32]] = {}
         self._centroids: dict[str, tuple[NDArray[np.float32] | None]] = {}
+        self.retry_agents: SortedSet = SortedSet()
+        """Agents that may hold live un-embedded records (failed or stale), in id order:
+        ``retry_slice`` visits only these and drops those it finds done."""
         self.set_provider(provider)
 
     # ------------------------------------------------------------------ provider
@@ -118,6 +122,11 @@ class SemanticMemory:
         for am in store:
             am.clear_embedded()
             am.drop_index()
+        self.retry_all(store)
+
+    def retry_all(self, store: MemoryStore) -> None:
+        """Let ``retry_slice`` look at every agent (a new provider, a loaded state)."""
+        self.retry_agents.update(store.agent_ids())
 
     # ------------------------------------------------------------------ embedding
     def _embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -144,6 +153,7 @@ class SemanticMemory:
             by_agent: dict[str, list[str]] = {}
             for am, key in keys:
                 by_agent.setdefault(am.agent_id, []).append(am.id_of(key))
+            self.retry_agents.update(by_agent)
             for agent_id, ids in by_agent.items():
                 events.append(EmbeddingFailed(
                     agent_id=agent_id, record_ids=tuple(ids),
@@ -173,18 +183,26 @@ class SemanticMemory:
     def retry_slice(self, store: MemoryStore, budget: int | None) -> tuple[int, int, list[Any]]:
         """Embed un-embedded live records (failed or stale) within ``budget`` work units.
 
-        Agents in id order, keys in order. Returns ``(embedded, used_units, events)``.
+        Agents in id order (those in :attr:`retry_agents`), keys in order. Returns
+        ``(embedded, used_units, events)``.
         """
         events: list[Any] = []
-        if not self.available:
+        if not self.available or not self.retry_agents:
             return 0, 0, events
-        cost = self.config.embed_cost_units
+        cost = self.config.tick_costs.embed
         done = used = 0
-        for am in store:
+        for agent_id in list(self.retry_agents):
+            am = store.get(agent_id)
+            if am is None:
+                self.retry_agents.discard(agent_id)
+                continue
             hi = am.hi
-            todo = _slice_in_key_order(am, am.alive[:hi] & ~am.embedded[:hi], budget, used, cost)
+            waiting = am.alive[:hi] & ~am.embedded[:hi]
+            todo = _slice_in_key_order(am, waiting, budget, used, cost)
             if todo is None:
                 break
+            if todo.shape[0] == int(np.count_nonzero(waiting)):
+                self.retry_agents.discard(agent_id)  # this slice finishes the agent
             if todo.shape[0] == 0:
                 continue
             slots = todo.tolist()
@@ -196,6 +214,7 @@ class SemanticMemory:
                 events.append(EmbeddingFailed(
                     agent_id=am.agent_id, record_ids=tuple(am.id_of(k) for k in keys),
                     reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {exc.message}"))
+                self.retry_agents.add(agent_id)
                 break
             for i, slot in enumerate(slots):
                 self.attach(am, slot, keys[i], vecs[i])
@@ -203,17 +222,53 @@ class SemanticMemory:
         return done, used, events
 
     # ------------------------------------------------------------------ indexes
-    def index_slice(self, store: MemoryStore, budget: int | None) -> int:
+    def retry_backlog(self, store: MemoryStore) -> int:
+        """Live records waiting to be (re-)embedded (0 without a usable provider)."""
+        if not self.available:
+            return 0
+        total = 0
+        for agent_id in self.retry_agents:
+            am = store.get(agent_id)
+            if am is not None:
+                total += int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
+        return total
+
+    def _index_candidates(self, agents: Sequence[AgentMemory],
+                          live: NDArray[np.int64]) -> list[AgentMemory]:
+        big = np.flatnonzero(live > self.config.semantic_preselect_threshold).tolist()
+        building = [i for i, am in enumerate(agents) if am.index_build is not None]
+        return [agents[i] for i in sorted(set(big).union(building))]
+
+    def index_backlog(self, agents: Sequence[AgentMemory], live: NDArray[np.int64]) -> int:
+        """Vectors still to insert into indexes being built or due to be built."""
+        cfg = self.config
+        total = 0
+        for am in self._index_candidates(agents, live):
+            hi = am.hi
+            count = int(am.embedded[:hi].sum())
+            if am.index_build is not None:
+                total += int(np.count_nonzero(am.embedded[:hi]
+                                              & (am.key[:hi] >= am.index_cursor)))
+            elif count > cfg.semantic_preselect_threshold and am.vectors is not None and not (
+                    am.index is not None
+                    and isinstance(am.index, HnswIndex) == (count > cfg.exact_index_max)):
+                total += count
+        return total
+
+    def index_slice(self, agents: Sequence[AgentMemory], budget: int | None,
+                    live: NDArray[np.int64]) -> int:
         """Build or migrate agent indexes in key order within ``budget``; returns units used.
 
         An agent needs an index once its embedded records exceed
         ``semantic_preselect_threshold``; its kind (exact or HNSW) follows ``exact_index_max``.
         A build in progress serves no query until complete; then it replaces the old index.
+        Only agents with more live records than the threshold (``live``, aligned with
+        ``agents``) or a build in progress are looked at.
         """
         cfg = self.config
-        cost = cfg.index_insert_cost_units
+        cost = cfg.tick_costs.index_insert
         used = 0
-        for am in store:
+        for am in self._index_candidates(agents, live):
             hi = am.hi
             count = int(am.embedded[:hi].sum())
             if count <= cfg.semantic_preselect_threshold or am.vectors is None:

@@ -3,14 +3,19 @@
 A game loop must never block on an LLM, so summarization is split in two phases:
 
 1. ``schedule(am, now, mode=...)`` selects a batch (:func:`select_batch`), snapshots it as
-   redacted source events, groups it, builds the prompt (every line redacted again), and
-   queues a :class:`SummarizationTask`. At most one queued/running task exists per agent,
-   and an agent is scheduled at most once per ``summarization_min_interval_ms``.
-2. The host takes queued tasks with ``poll(now)`` (they become ``running``), sends
-   ``task.prompt`` (with :attr:`Summarizer.system_prompt`) to its LLM, and hands the text
-   back with ``complete(task_id, text)`` (``complete_after_error`` when the LLM call
-   raised), or gives up with ``fail(task_id, reason)``. The engine's
-   ``summarization.service`` runs phase 2 synchronously for hosts that want that.
+   redacted source events and queues a :class:`SummarizationTask`. At most one
+   queued/running task exists per agent, and an agent is checked at most once per
+   ``summarization_min_interval_ms`` (a check that finds too little to summarize waits
+   that long too; :meth:`Summarizer.next_check` says when).
+2. The host takes queued tasks with ``poll(now)`` (they become ``running``, and their
+   prompt is built then: grouped, every line redacted again), sends ``task.prompt`` (with
+   :attr:`Summarizer.system_prompt`) to its LLM, and hands the text back with
+   ``complete(task_id, text)`` (``complete_after_error`` when the LLM call raised), or
+   gives up with ``fail(task_id, reason)``. A running task has until ``poll time +
+   summarization_timeout_ms`` (logical time): :meth:`Summarizer.time_out` then finishes it
+   with the heuristic summary, and a late ``complete`` is ignored (:meth:`Summarizer.late`).
+   The engine's ``summarization.service`` runs phase 2 synchronously for hosts that want
+   that.
 
 Quality gate: a completion that is garbage (:func:`garbage_reason`) or covers less than
 ``summarization_min_coverage`` of the sources' key terms is replaced by the local
@@ -18,9 +23,11 @@ Quality gate: a completion that is garbage (:func:`garbage_reason`) or covers le
 through ``complete_after_error``. The outcome records which path produced the text and why.
 
 Pressure modes (``PressureProfile.summarization``): ``llm`` as above; ``heuristic``
-completes the task inside ``schedule`` with the local summary; ``skip`` marks it
-``skipped`` (sources kept). Outcomes finished inside ``schedule`` are handed over by
-``collect()``; ``complete``, ``complete_after_error`` and ``fail`` return theirs directly.
+finishes the task with the local summary; ``skip`` marks it ``skipped`` (sources kept).
+Tasks finished without the LLM (those modes, and timed-out tasks) wait in a ready queue;
+their outcome is computed when taken, one at a time with :meth:`Summarizer.take_ready`
+(the tick does that within its budget) or all at once with ``collect()``. ``complete``,
+``complete_after_error`` and ``fail`` return theirs directly.
 
 The summarizer never touches the store and emits no events: the engine turns each
 :class:`SummaryOutcome` into the semantic summary record (``metadata.source_ref_ids`` =
@@ -65,7 +72,7 @@ __all__ = ["MODES", "STATE_VERSION", "SummaryOutcome", "SummaryPath", "Summarize
 
 MODES: Final = ("llm", "heuristic", "skip")
 """The summarization modes a pressure profile can ask for."""
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2
 """Version of the ``get_state`` layout."""
 SummaryPath = Literal["llm", "heuristic", "none"]
 """Which text an outcome carries: the LLM's, the local summary, or none (sources kept)."""
@@ -170,6 +177,27 @@ class SummaryOutcome:
 class _Pending:
     task: SummarizationTask
     sources: tuple[SourceEvent, ...]
+    deadline: int | None = None
+    """Running tasks: the logical time the LLM's answer is due by (``None``: no limit)."""
+    reason: str = ""
+    """Ready tasks: why they finish without the LLM (``skip:`` prefix: sources kept)."""
+
+    def to_state(self) -> dict[str, Any]:
+        return {"task": self.task.to_json_dict(),
+                "sources": [s.to_state() for s in self.sources],
+                "deadline": self.deadline, "reason": self.reason}
+
+    @classmethod
+    def from_state(cls, item: Mapping[str, Any]) -> _Pending:
+        deadline = item.get("deadline")
+        return cls(SummarizationTask.parse(item["task"]),
+                   tuple(SourceEvent.from_state(s) for s in item["sources"]),
+                   None if deadline is None else int(deadline), str(item.get("reason", "")))
+
+
+_LATE_MAX: Final = 1024
+"""Timed-out task ids remembered so that a late answer is recognised (oldest forgotten)."""
+_SKIP: Final = "skip:"
 
 
 def _check_time(now: object, what: str = "now") -> int:
@@ -229,8 +257,9 @@ class Summarizer:
         self._pending: dict[str, _Pending] = {}
         self._by_agent: dict[str, str] = {}
         self._counters: dict[str, int] = {}
-        self._last: dict[str, int] = {}
-        self._ready: list[SummaryOutcome] = []
+        self._next: dict[str, int] = {}
+        self._ready: list[_Pending] = []
+        self._late: dict[str, SummarizationTask] = {}
 
     # ------------------------------------------------------------------ queries
     @property
@@ -247,6 +276,29 @@ class Summarizer:
         tasks = [p.task for p in self._pending.values()
                  if agent_id is None or p.task.agent_id == agent_id]
         return sorted(tasks, key=lambda t: (t.created_at, t.id))
+
+    def next_check(self, agent_id: str) -> int:
+        """The logical time from which ``schedule`` looks at ``agent_id`` again (0: now)."""
+        return self._next.get(agent_id, 0)
+
+    @property
+    def next_checks(self) -> Mapping[str, int]:
+        """:meth:`next_check` of every agent checked so far (read only)."""
+        return self._next
+
+    @property
+    def ready_sources(self) -> int | None:
+        """Sources of the oldest ready task (the next :meth:`take_ready`), ``None`` if none."""
+        return len(self._ready[0].sources) if self._ready else None
+
+    @property
+    def ready_count(self) -> int:
+        """Tasks finished without the LLM whose outcome has not been taken yet."""
+        return len(self._ready)
+
+    def late(self, task_id: object) -> SummarizationTask | None:
+        """The task ``task_id`` if it timed out (its answer now comes too late), else None."""
+        return self._late.get(task_id) if isinstance(task_id, str) else None
 
     # ------------------------------------------------------------------ phase 1
     def schedule(
@@ -298,11 +350,12 @@ class Summarizer:
                 )
             return None
         cfg = self.config
-        last = self._last.get(agent_id)
-        if not require and last is not None and now - last < cfg.summarization_min_interval_ms:
+        if not require and now < self._next.get(agent_id, 0):
             return None
         keys = select_batch(am, now, cfg)
         if not keys or len(keys) < min(cfg.summarization_min_batch, cfg.summarization_batch_size):
+            if not require:
+                self._next[agent_id] = now + max(1, cfg.summarization_min_interval_ms)
             return None
         keys.sort()
         slot_of = am.slot_of
@@ -325,33 +378,94 @@ class Summarizer:
             source_ids=[s.id for s in sources],
             created_at=now,
         )
-        if mode == "llm":
-            groups = group_batches(sources, batch_size=len(sources),
-                                   gap_ms=cfg.summarization_grouping_gap_ms)
-            task.prompt = build_summary_prompt(
-                groups,
-                redact=self._redact,
-                event_max_chars=cfg.summarization_event_max_chars,
-                max_facts=cfg.summarization_coverage_terms,
-                max_words=max(16, cfg.summarization_max_tokens * 3 // 4),
-            ).user
         self._counters[agent_id] = n + 1
-        self._last[agent_id] = now
+        self._next[agent_id] = now + cfg.summarization_min_interval_ms
         frozen = tuple(sources)
         if mode == "llm":
             self._pending[task.id] = _Pending(task, frozen)
             self._by_agent[agent_id] = task.id
         elif mode == "heuristic":
-            self._ready.append(self._heuristic(task, frozen, "pressure: heuristic mode"))
+            self._ready.append(_Pending(task, frozen, reason="pressure: heuristic mode"))
         else:
-            self._ready.append(self._kept(task, frozen, TaskStatus.SKIPPED,
-                                          "pressure: summarization skipped"))
+            self._ready.append(_Pending(task, frozen,
+                                        reason=_SKIP + "pressure: summarization skipped"))
         return task
 
+    def take_ready(self, task_id: str | None = None) -> SummaryOutcome | None:
+        """Finish the oldest task that waits without the LLM (heuristic, skip or timed out).
+
+        Args:
+            task_id: Finish this waiting task instead of the oldest.
+
+        Returns:
+            Its outcome (the heuristic summary, or sources kept for a skipped task), or
+            ``None`` when none (or not ``task_id``) waits. O(sources) for the heuristic
+            summary.
+        """
+        at = next((i for i, r in enumerate(self._ready)
+                   if task_id is None or r.task.id == task_id), None)
+        if at is None:
+            return None
+        ready = self._ready.pop(at)
+        if ready.reason.startswith(_SKIP):
+            return self._kept(ready.task, ready.sources, TaskStatus.SKIPPED,
+                              ready.reason[len(_SKIP):])
+        return self._heuristic(ready.task, ready.sources, ready.reason)
+
     def collect(self) -> list[SummaryOutcome]:
-        """Hand over (and forget) the outcomes ``schedule`` finished itself, oldest first."""
-        out, self._ready = self._ready, []
+        """Finish every waiting task (:meth:`take_ready` until none is left), oldest first."""
+        out: list[SummaryOutcome] = []
+        while (outcome := self.take_ready()) is not None:
+            out.append(outcome)
         return out
+
+    def time_out(self, now: int) -> list[SummarizationTask]:
+        """Give up waiting for the LLM on running tasks whose deadline is at or before ``now``.
+
+        Each such task joins the ready queue (its outcome will be the heuristic summary,
+        reason ``llm timeout``) and is remembered as late: a ``complete`` for it is then
+        ignored (see :meth:`late`). Returns the timed-out tasks, by ``(created_at, id)``.
+        O(pending tasks).
+        """
+        due = sorted((p for p in self._pending.values()
+                      if p.deadline is not None and p.deadline <= now),
+                     key=lambda p: (p.task.created_at, p.task.id))
+        for p in due:
+            self._release(p)
+            limit = self.config.summarization_timeout_ms
+            p.reason = f"llm timeout: no answer within {limit} ms"
+            self._ready.append(p)
+            self._late[p.task.id] = p.task
+            while len(self._late) > _LATE_MAX:
+                del self._late[next(iter(self._late))]
+        return [p.task for p in due]
+
+    def ignore_late(self, task_id: str) -> SummaryOutcome:
+        """The outcome of an answer to a timed-out task: nothing changes (``path="none"``).
+
+        Raises:
+            SummaryFailedError: ``task_id`` did not time out (see :meth:`late`).
+        """
+        task = self._late.get(task_id)
+        if task is None:
+            raise SummaryFailedError(f"task {task_id!r:.120} did not time out",
+                                     details={"taskId": task_id[:120]})
+        return SummaryOutcome(task=task, summary_text=None, source_keys=(),
+                              used_fallback=False, reduction_ratio=0.0, path="none",
+                              reason="late: the answer came after the timeout and was ignored",
+                              coverage=0.0, importance=0.0, tags=(), recency_anchor=0)
+
+    def _prompt(self, pending: _Pending) -> str:
+        cfg = self.config
+        groups = group_batches(pending.sources, batch_size=len(pending.sources),
+                               gap_ms=cfg.summarization_grouping_gap_ms)
+        return build_summary_prompt(
+            groups,
+            redact=self._redact,
+            event_max_chars=cfg.summarization_event_max_chars,
+            max_facts=cfg.summarization_coverage_terms,
+            max_words=max(16, cfg.summarization_max_tokens * 3 // 4),
+        ).user
 
     # ------------------------------------------------------------------ phase 2
     def poll(self, now: int | None = None) -> list[SummarizationTask]:
@@ -365,13 +479,19 @@ class Summarizer:
             InputInvalidError: Bad ``now``.
         """
         limit = None if now is None else _check_time(now)
-        started = [p.task for p in self._pending.values()
+        started = [p for p in self._pending.values()
                    if p.task.status is TaskStatus.QUEUED
                    and (limit is None or p.task.created_at <= limit)]
-        started.sort(key=lambda t: (t.created_at, t.id))
-        for task in started:
-            task.status = TaskStatus.RUNNING
-        return started
+        started.sort(key=lambda p: (p.task.created_at, p.task.id))
+        timeout = self.config.summarization_timeout_ms
+        for p in started:
+            p.task.status = TaskStatus.RUNNING
+            if p.task.prompt is None:
+                p.task.prompt = self._prompt(p)
+            if timeout is not None:
+                p.deadline = max(p.task.created_at if limit is None else limit,
+                                 p.task.created_at) + timeout
+        return [p.task for p in started]
 
     def complete(self, task_id: str, text: str | None) -> SummaryOutcome:
         """Finish a queued or running task with the LLM's ``text``.
@@ -534,13 +654,10 @@ class Summarizer:
         return {
             "version": STATE_VERSION,
             "counters": dict(sorted(self._counters.items())),
-            "lastScheduled": dict(sorted(self._last.items())),
-            "pending": [
-                {"task": t.to_json_dict(),
-                 "sources": [s.to_state() for s in self._pending[t.id].sources]}
-                for t in self.pending()
-            ],
-            "ready": [o.to_state() for o in self._ready],
+            "nextCheck": dict(sorted(self._next.items())),
+            "pending": [self._pending[t.id].to_state() for t in self.pending()],
+            "ready": [r.to_state() for r in self._ready],
+            "late": [t.to_json_dict() for t in self._late.values()],
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -553,12 +670,12 @@ class Summarizer:
             if state["version"] != STATE_VERSION:
                 raise ValueError(f"unsupported state version {state['version']!r:.20}")
             counters = {str(a): int(n) for a, n in state["counters"].items()}
-            last = {str(a): int(t) for a, t in state["lastScheduled"].items()}
+            next_check = {str(a): int(t) for a, t in state["nextCheck"].items()}
             pending: dict[str, _Pending] = {}
             by_agent: dict[str, str] = {}
             for item in state["pending"]:
-                task = SummarizationTask.parse(item["task"])
-                sources = tuple(SourceEvent.from_state(s) for s in item["sources"])
+                entry = _Pending.from_state(item)
+                task, sources = entry.task, entry.sources
                 if task.status not in _PENDING or task.id in pending:
                     raise ValueError(f"task {task.id!r:.80} is not a distinct pending task")
                 if task.agent_id in by_agent:
@@ -569,14 +686,19 @@ class Summarizer:
                 if (prefix != f"sum:{task.agent_id}" or not number.isdigit()
                         or int(number) >= counters.get(task.agent_id, 0)):
                     raise ValueError(f"task id {task.id!r:.80} does not match the counters")
-                pending[task.id] = _Pending(task, sources)
+                pending[task.id] = entry
                 by_agent[task.agent_id] = task.id
-            ready = [SummaryOutcome.from_state(o) for o in state["ready"]]
+            ready = [_Pending.from_state(r) for r in state["ready"]]
+            for r in ready:
+                if not r.sources or not r.reason or r.task.id in pending or (
+                        r.task.status is not TaskStatus.QUEUED):
+                    raise ValueError(f"ready task {r.task.id!r:.80} is malformed")
+            late = {t.id: t for t in map(SummarizationTask.parse, state["late"])}
         except MemoryEngineError as exc:
             raise InputInvalidError(f"malformed summarizer state: {exc.message}"[:300]) from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputInvalidError(f"malformed summarizer state: {exc}"[:300]) from exc
-        self._counters, self._last = counters, last
+        self._counters, self._next, self._late = counters, next_check, late
         self._pending, self._by_agent, self._ready = pending, by_agent, ready
 
     def _check(self) -> None:
@@ -587,5 +709,6 @@ class Summarizer:
             assert p.task.agent_id == agent_id and p.task.status in _PENDING
             assert [s.id for s in p.sources] == p.task.source_ids and p.sources
             assert int(tid.rsplit(":", 1)[1]) < self._counters[agent_id]
-        for outcome in self._ready:
-            assert outcome.task.status in (TaskStatus.COMPLETED, TaskStatus.SKIPPED)
+        for ready in self._ready:
+            assert ready.reason and ready.sources and ready.task.id not in self._pending
+        assert len(self._late) <= _LATE_MAX

@@ -8,41 +8,89 @@ is emitted.
 
 The host loop calls ``poll(now)`` to take queued tasks (each with its redacted ``prompt``),
 sends them to its LLM outside the frame, and hands the text back with ``complete`` or gives
-up with ``fail``. ``run(llm)`` is the synchronous convenience over the same two phases (each
-step journaled in durable mode, so a replay needs no LLM).
+up with ``fail``. ``run(llm, timeout_ms=)`` is the synchronous convenience over the same two
+phases (each step journaled in durable mode, so a replay needs no LLM); each LLM call runs
+on a worker thread and is abandoned after ``timeout_ms`` of wall time (the heuristic summary
+replaces it, ``memory:summarization:timeout``). In logical time, a polled task not finished
+by ``poll time + summarization_timeout_ms`` is timed out by the next tick the same way; a
+later ``complete`` is ignored (``memory:summarization:late``).
+
+Tasks finished without the LLM (heuristic or skip pressure modes, time-outs) are applied
+by ``tick`` within its budget (:meth:`SummarizationService.apply_ready`), one task per step.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from f09_memory._validate import check_now
-from f09_memory.bus import SummarizationCompleted, SummarizationFailed, SummarizationQueued
+from f09_memory.bus import (
+    SummarizationCompleted,
+    SummarizationFailed,
+    SummarizationLate,
+    SummarizationQueued,
+    SummarizationTimedOut,
+)
+from f09_memory.config.config import TickCosts
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError
 from f09_memory.ingestion.pipeline import MAX_CONTENT_CHARS, validate_agent_id, validate_item
+from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.protocols import LLMClient
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.pipeline import Summarizer, SummaryOutcome
 
-__all__ = ["SummarizationService", "ask_llm"]
+__all__ = ["TIMEOUT", "SummarizationService", "Waiter", "ask_llm"]
+
+
+Waiter = Callable[[threading.Event, float], bool]
+"""Waits for a worker's answer: ``wait(done, seconds) -> answered`` (``Event.wait``)."""
+
+
+def _wait(done: threading.Event, seconds: float) -> bool:
+    return done.wait(seconds)
+
+
+TIMEOUT = "timeout"
+"""The error text prefix :func:`ask_llm` gives a call that ran past its time limit."""
 
 
 def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature: float,
-            max_tokens: int) -> tuple[str | None, str | None]:
+            max_tokens: int, timeout_ms: int | None = None,
+            wait: Waiter = _wait) -> tuple[str | None, str | None]:
     """Send one task's prompt to ``llm``: ``(reply, None)`` or ``(None, error text)``.
 
     A non-string reply counts as no reply (the quality gate then takes the heuristic).
+    With ``timeout_ms`` the call runs on a daemon worker thread; after that much wall time
+    (``wait``, injectable for tests) the answer is abandoned: ``(None, "timeout ...")``, and
+    whatever the worker returns later is dropped.
     """
-    try:
-        reply: object = llm.complete(task.prompt or "", system=system,
-                                     temperature=temperature, max_tokens=max_tokens)
-    except Exception as exc:  # the adapter's failure: the heuristic summary instead
-        return None, f"{type(exc).__name__}: {exc}"
-    return (reply if isinstance(reply, str) else None), None
+    def call() -> tuple[str | None, str | None]:
+        try:
+            reply: object = llm.complete(task.prompt or "", system=system,
+                                         temperature=temperature, max_tokens=max_tokens)
+        except Exception as exc:  # the adapter's failure: the heuristic summary instead
+            return None, f"{type(exc).__name__}: {exc}"
+        return (reply if isinstance(reply, str) else None), None
+
+    if timeout_ms is None:
+        return call()
+    box: list[tuple[str | None, str | None]] = []
+    done = threading.Event()
+
+    def work() -> None:
+        box.append(call())
+        done.set()
+
+    threading.Thread(target=work, name=f"f09-llm-{task.id}", daemon=True).start()
+    if not wait(done, timeout_ms / 1000.0) or not box:
+        return None, f"{TIMEOUT}: no answer within {timeout_ms} ms"
+    return box[0]
 
 
 class SummarizationService(Journaled):
@@ -61,6 +109,8 @@ class SummarizationService(Journaled):
         self._writer = writer
         self.summarizer = summarizer
         self._durable = None
+        self.wait: Waiter = _wait
+        """How :meth:`run` waits for an LLM call (``Event.wait``; tests inject their own)."""
 
     # ------------------------------------------------------------------ reading
     @property
@@ -111,15 +161,46 @@ class SummarizationService(Journaled):
                  require: bool = False) -> SummarizationTask | None:
         """Schedule a task for ``am`` if one is due (pressure decides llm/heuristic/skip).
 
-        Outcomes finished at once (heuristic or skip mode) are applied here.
+        A task finished without the LLM (heuristic or skip mode) waits in the ready queue
+        (:meth:`apply_ready`); with ``require`` (an explicit request) it is applied here.
         """
         mode = self._state.config.scoring.pressure[self._state.pressure].summarization
         task = self.summarizer.schedule(am, now, mode=mode, require=require)
         if task is not None:
             events.append(SummarizationQueued(task_id=task.id, agent_id=task.agent_id,
                                               source_count=len(task.source_ids)))
-        self.apply(self.summarizer.collect(), events)
+            if require and (outcome := self.summarizer.take_ready(task.id)) is not None:
+                self.apply([outcome], events)
         return task
+
+    def time_out(self, now: int, events: list[Any]) -> int:
+        """Time out running tasks past their logical deadline (to the ready queue)."""
+        limit = self._state.config.summarization_timeout_ms or 0
+        timed_out = self.summarizer.time_out(now)
+        events.extend(SummarizationTimedOut(task_id=t.id, agent_id=t.agent_id, timeout_ms=limit)
+                      for t in timed_out)
+        return len(timed_out)
+
+    def apply_ready(self, budget: WorkBudget, costs: TickCosts, events: list[Any]) -> int:
+        """Finish and apply waiting tasks, oldest first, while ``budget`` allows.
+
+        One task costs ``sources * (summary_heuristic + summary_apply) + summary_store``
+        (a skipped one ``sources * summary_apply``); the first is taken whenever any budget
+        is left, so a tick always makes progress. Returns how many were applied.
+        """
+        done = 0
+        while (n := self.summarizer.ready_sources) is not None and not budget.spent:
+            cost = n * (costs.summary_heuristic + costs.summary_apply) + costs.summary_store
+            if done and not budget.fits(cost):
+                break
+            outcome = self.summarizer.take_ready()
+            assert outcome is not None
+            if not outcome.replaces_sources:
+                cost = n * costs.summary_apply
+            self.apply([outcome], events)
+            budget.spend(cost)
+            done += 1
+        return done
 
     # ------------------------------------------------------------------ two phases
     @journaled
@@ -156,7 +237,14 @@ class SummarizationService(Journaled):
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.
         """
+        if self.summarizer.late(task_id) is not None:
+            return self._ignore_late(task_id)
         return self._apply_and_publish(self.summarizer.complete(task_id, text))
+
+    def _ignore_late(self, task_id: str) -> SummaryOutcome:
+        outcome = self.summarizer.ignore_late(task_id)
+        self._writer.publish([SummarizationLate(task_id=task_id)])
+        return outcome
 
     @journaled
     def complete_after_error(self, task_id: str, error: str) -> SummaryOutcome:
@@ -165,6 +253,8 @@ class SummarizationService(Journaled):
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.
         """
+        if self.summarizer.late(task_id) is not None:
+            return self._ignore_late(task_id)
         return self._apply_and_publish(self.summarizer.complete_after_error(task_id, error))
 
     @journaled
@@ -174,27 +264,42 @@ class SummarizationService(Journaled):
         Raises:
             SummaryFailedError: ``task_id`` is not a running task.
         """
+        if self.summarizer.late(task_id) is not None:
+            return self._ignore_late(task_id)
         return self._apply_and_publish(self.summarizer.fail(task_id, reason))
 
-    def run(self, llm: LLMClient, *, now: int | None = None) -> list[SummaryOutcome]:
+    def run(self, llm: LLMClient, *, now: int | None = None,
+            timeout_ms: int | None = None) -> list[SummaryOutcome]:
         """Run every queued task through ``llm`` synchronously and apply it.
 
-        An LLM that raises or returns garbage never loses a record: the local heuristic
-        summary is used instead.
+        An LLM that raises, returns garbage or does not answer within ``timeout_ms`` of
+        wall time (default ``summarization_timeout_ms``) never loses a record: the local
+        heuristic summary is used instead (``memory:summarization:timeout`` on a time-out;
+        the late answer is dropped).
 
         Raises:
-            InputInvalidError: ``llm`` has no ``complete(prompt, ...)``.
+            InputInvalidError: ``llm`` has no ``complete(prompt, ...)``, or a bad timeout.
         """
         if not isinstance(llm, LLMClient):
             raise InputInvalidError("llm must have complete(prompt, *, system, temperature, "
                                     "max_tokens) -> str (LLMClient)", details={"field": "llm"})
         cfg = self._state.config
+        if timeout_ms is None:
+            timeout_ms = cfg.summarization_timeout_ms
+        elif isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1:
+            raise InputInvalidError(f"timeout_ms={timeout_ms!r:.40} is not a time limit: pass a "
+                                    "positive integer of milliseconds, or None for the config's "
+                                    "summarization_timeout_ms", details={"field": "timeout_ms"})
         outcomes: list[SummaryOutcome] = []
         for task in self.poll(self._now(now)):
             reply, error = ask_llm(llm, task, self.system_prompt,
                                    temperature=cfg.summarization_temperature,
-                                   max_tokens=cfg.summarization_max_tokens)
+                                   max_tokens=cfg.summarization_max_tokens,
+                                   timeout_ms=timeout_ms, wait=self.wait)
             if error is not None:
+                if error.startswith(TIMEOUT):
+                    self._writer.publish([SummarizationTimedOut(
+                        task_id=task.id, agent_id=task.agent_id, timeout_ms=timeout_ms or 0)])
                 outcomes.append(self.complete_after_error(task.id, error))
             else:
                 outcomes.append(self.complete(task.id, reply))

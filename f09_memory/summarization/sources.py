@@ -92,7 +92,7 @@ def caps_words(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class SourceEvent:
-    """A snapshot of one source record (its capitalized names are extracted once).
+    """A snapshot of one source record (capitalized names extracted once, on first use).
 
     Attributes:
         key: The record's per-agent sequence number.
@@ -101,7 +101,7 @@ class SourceEvent:
         importance: The record's importance (0..1).
         content: The stored content.
         tags: The stored tags.
-        names: ``caps_words(content)``, computed on construction.
+        names: ``caps_words(content)``, computed on first use.
     """
 
     key: int
@@ -110,12 +110,18 @@ class SourceEvent:
     importance: float
     content: str
     tags: tuple[str, ...] = ()
-    names: tuple[tuple[str, ...], tuple[str, ...]] = field(
-        init=False, repr=False, compare=False
+    _names: tuple[tuple[str, ...], tuple[str, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
     )
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "names", caps_words(self.content))
+    @property
+    def names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``caps_words(content)``, computed once."""
+        names = self._names
+        if names is None:
+            names = caps_words(self.content)
+            object.__setattr__(self, "_names", names)
+        return names
 
     @classmethod
     def from_record(

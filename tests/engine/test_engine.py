@@ -162,21 +162,28 @@ def test_tick_rejects_time_running_backwards_and_bad_budgets(engine: MemoryEngin
 
 def test_tick_budget_slices_maintenance_and_resumes_deterministically(make_engine: Any) -> None:
     def build() -> MemoryEngine:
-        e: MemoryEngine = make_engine(work_units_per_ms=100)
-        for i in range(10):
-            e.ingest_many(f"agent-{i}", [f"m{j}" for j in range(40)], now=0)
+        e: MemoryEngine = make_engine(work_units_per_ms=4_000)
+        for i in range(10):  # every agent is due at t=1: its records' TTL passes
+            e.ingest_many(f"agent-{i}", [{"content": f"m{j}", "ttl": 1} for j in range(40)],
+                          now=0)
         return e
 
     a, b = build(), build()
     reports = [a.tick(t, budget_ms=0.5) for t in (1, 2, 3, 4, 5)]
     assert [r.agents_processed for r in reports] == [
         r.agents_processed for r in (b.tick(t, budget_ms=0.5) for t in (1, 2, 3, 4, 5))]
-    assert all(r.used_units <= 50 or r.agents_processed == 1 for r in reports)
-    assert 1 == reports[0].agents_processed and not reports[0].cycle_complete
-    assert 9 == reports[0].deferred_agents
     assert a.state_hash() == b.state_hash()
+    first = reports[0]
+    assert 1 == first.agents_processed and not first.cycle_complete  # one scan fills it
+    assert 9 == first.deferred_agents == first.backlog.agents_due
+    assert [9, 8, 7, 6, 5] == [r.deferred_agents for r in reports]
+    assert [40] * 5 == [r.expired for r in reports]
+    costs = a.config.tick_costs
+    item = costs.scan + 40 * costs.scan_slot + 40 * costs.expire
+    assert all(r.used_units <= 2_000 + item for r in reports)  # at most one item over
     full = a.tick(6)
-    assert full.cycle_complete and full.budget_units is None
+    assert full.cycle_complete and full.budget_units is None and 5 == full.agents_processed
+    assert 0 == a.tick(7).agents_processed  # nothing is due any more: nothing is visited
 
 
 def test_set_pressure_emits_only_on_change_and_rejects_unknown(engine: MemoryEngine) -> None:

@@ -11,17 +11,35 @@ def capped(**kw: object) -> MemoryEngine:
 
 
 def test_tick_prunes_layers_over_their_caps_and_reports_it() -> None:
-    engine = capped()
+    engine = capped(hard_cap_slack=1.0)  # up to 40 semantic records between ticks
     engine.ingest_many("a", [{"content": f"fact {i}", "layer": "semantic",
-                              "importance": (i % 10) / 10} for i in range(100)], now=0)
+                              "importance": (i % 10) / 10} for i in range(38)], now=0)
+    assert 38 == engine.count("a", "semantic")
     with capture_events(engine.bus, "memory:*") as log:
         report = engine.tick(10)
     assert 20 == engine.count("a", "semantic")
-    assert 80 == report.pruned
+    assert 18 == report.pruned and 0 == report.backlog.over_soft_caps
     expired = log.of("memory:record:expired")
-    assert 80 == len(expired) and {"retention"} == {e.reason for e in expired}
+    assert 18 == len(expired) and {"retention"} == {e.reason for e in expired}
     (compaction,) = log.of("memory:compaction")
-    assert ("a", 80, 20) == (compaction.agent_id, compaction.removed, compaction.remaining)
+    assert ("a", 18, 20) == (compaction.agent_id, compaction.removed, compaction.remaining)
+
+
+def test_ingest_never_lets_a_layer_pass_its_cap_plus_the_slack() -> None:
+    engine = capped()  # semantic cap 20, slack 10% (2 records)
+    with capture_events(engine.bus, "memory:record:expired") as log:
+        engine.ingest_many("a", [{"content": f"fact {i}", "layer": "semantic",
+                                  "importance": (i % 10) / 10} for i in range(100)], now=0)
+    assert 20 == engine.count("a", "semantic")  # one batch past the hard cap: back to the cap
+    assert 80 == len(log.events) and {"retention"} == {e.reason for e in log.events}
+    kept = sorted(r.importance for r in engine.records("a", "semantic"))
+    assert kept[0] >= 0.8  # the lowest retention scores went first
+    counts = []
+    for i in range(60):  # one by one, with no tick at all
+        engine.ingest("b", f"rumour {i}", layer="social", importance=0.5, now=i)
+        counts.append(engine.count("b", "social"))
+    assert max(counts) == 15 + 1 and counts[-1] <= 16  # social cap 15, slack 1
+    engine._check()
     kept = {r.importance for r in engine.records("a", "semantic")}
     assert min(kept) >= 0.8  # the lowest decayed scores went first
     engine._check()
@@ -32,20 +50,23 @@ def test_budgeted_compaction_resumes_and_matches_an_unbounded_tick() -> None:
         for agent in ("a", "b", "c"):
             engine.ingest_many(agent, [{"content": f"{agent} knows {i}", "layer": "social",
                                         "importance": ((i * 7) % 10) / 10}
-                                       for i in range(60)], now=0)
+                                       for i in range(30)], now=0)
 
-    sliced, whole = capped(work_units_per_ms=1_000), capped()
+    sliced = capped(work_units_per_ms=1_000, hard_cap_slack=1.0)
+    whole = capped(hard_cap_slack=1.0)
     load(sliced)
     load(whole)
     whole.tick(5)
     reports = []
-    for t in range(5, 1_000):  # 500 units per tick: about one removal per tick
+    for t in range(5, 1_000):  # 500 units per tick: one removal per tick
         reports.append(sliced.tick(t, budget_ms=0.5))
         if all(sliced.count(a, "social") <= 15 for a in ("a", "b", "c")):
             break
-    assert len(reports) > 20 and all(r.pruned <= 2 for r in reports)
+    assert len(reports) >= 45 and all(r.pruned <= 1 for r in reports)
+    assert [45 - i for i in range(1, 46)] == [r.backlog.over_soft_caps for r in reports]
     # one scan and one removal may overshoot the budget
-    assert max(r.used_units for r in reports) <= 500 + 200 + 2_000
+    costs = sliced.config.tick_costs
+    assert max(r.used_units for r in reports) <= 500 + costs.scan + 30 + costs.prune
     for agent in ("a", "b", "c"):
         assert [r.id for r in whole.records(agent)] == [r.id for r in sliced.records(agent)]
     sliced._check()

@@ -26,7 +26,7 @@ def make_engine(semantic: int | None = 400, social: int | None = 300,
                 procedural: int | None = 250, *, protected_min: int = 10,
                 half_life: int = 1_000, episodic_max: int = 1200) -> MemoryEngine:
     config = MemoryConfig(
-        episodic_max=episodic_max, decay_half_life_ms=half_life,
+        episodic_max=episodic_max, decay_half_life_ms=half_life, hard_cap_slack=None,
         retention_policy={"semantic_max": semantic, "social_max": social,
                           "procedural_max": procedural, "protected_min": protected_min},
     )

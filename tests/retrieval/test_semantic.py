@@ -96,7 +96,7 @@ def test_provider_failing_on_the_query_degrades_to_the_fallback_path() -> None:
 
 def test_new_embedder_version_re_embeds_in_bounded_slices() -> None:
     engine = MemoryEngine(MemoryConfig(embedding_dim=16, work_units_per_ms=10_000,
-                                       embed_cost_units=1_000),
+                                       tick_costs={"embed": 1_000}),
                           embedder=FakeEmbedder(16, "v1"))
     engine.ingest_many("a", [f"memory {i}" for i in range(25)], now=0)
     engine.set_embedder(FakeEmbedder(16, "v2"))
@@ -152,7 +152,7 @@ def big_engine(n: int = 400, **config: object) -> MemoryEngine:
 
 
 def test_large_agents_build_an_index_in_slices_and_migrate_to_hnsw() -> None:
-    engine = big_engine(200, index_insert_cost_units=1_000, work_units_per_ms=50_000)
+    engine = big_engine(200, tick_costs={"index_insert": 1_000}, work_units_per_ms=50_000)
     am = engine._state.store.get("a")
     assert am is not None and am.index is None
     engine.tick(1, budget_ms=1.0)  # 50 inserts per ms of budget, minus decay work

@@ -86,7 +86,9 @@ def test_store_redacted_at_ingest_still_gives_a_redacted_prompt(
     engine, am = build(pii_items, redaction_mode=True)
     s = Summarizer(engine.config, redact=redact)
     task = s.schedule(am, NOW)
-    assert task is not None and task.prompt and "<REDACT:sha256-" in task.prompt
+    assert task is not None and task.prompt is None  # built when the host polls
+    assert [task] == s.poll(NOW)
+    assert task.prompt and "<REDACT:sha256-" in task.prompt
     assert EMAIL not in task.prompt and CARD not in task.prompt
 
 
@@ -235,8 +237,12 @@ def test_not_enough_eligible_records_schedules_nothing(setup: Any, build: Any, t
     engine, am = build(town(6), summarization_keep_recent=5)  # one eligible < min_batch 2
     s = Summarizer(engine.config, redact=redact)
     before = state_of(s)
-    assert s.schedule(am, NOW) is None and s.schedule(am, NOW, require=True) is None
-    assert before == state_of(s)
+    assert s.schedule(am, NOW, require=True) is None
+    assert before == state_of(s)  # an explicit request that finds nothing changes nothing
+    assert s.schedule(am, NOW) is None
+    interval = engine.config.summarization_min_interval_ms
+    assert {**before, "nextCheck": {"npc": NOW + interval}} == state_of(s)  # checked again
+    assert NOW + interval == s.next_check("npc")  # after the interval
     _, am2, s2 = setup()
     assert s2.schedule(am2, 500) is None  # nothing is older than the episodic window yet
 
@@ -276,9 +282,12 @@ def test_min_interval_between_tasks_of_an_agent(setup: Any) -> None:
 def test_heuristic_mode_completes_inside_schedule(setup: Any) -> None:
     _, am, s = setup()
     task = s.schedule(am, NOW, mode="heuristic")
-    assert task is not None and TaskStatus.COMPLETED == task.status and task.prompt is None
+    assert task is not None and TaskStatus.QUEUED == task.status and task.prompt is None
     assert not s.locked("npc") and [] == s.poll(NOW)
+    assert (1, 10) == (s.ready_count, s.ready_sources)  # finished when taken (by a tick)
     (outcome,) = s.collect()
+    assert TaskStatus.COMPLETED == task.status and (0, None) == (s.ready_count,
+                                                                 s.ready_sources)
     assert [] == s.collect()
     assert (task, "heuristic", True, "pressure: heuristic mode") == (
         outcome.task, outcome.path, outcome.used_fallback, outcome.reason)
@@ -288,8 +297,9 @@ def test_heuristic_mode_completes_inside_schedule(setup: Any) -> None:
 def test_skip_mode_marks_the_task_skipped_and_keeps_the_sources(setup: Any) -> None:
     _, am, s = setup()
     task = s.schedule(am, NOW, mode="skip")
-    assert task is not None and TaskStatus.SKIPPED == task.status
+    assert task is not None and TaskStatus.QUEUED == task.status
     (outcome,) = s.collect()
+    assert TaskStatus.SKIPPED == task.status
     assert (None, "none", False, 0.0) == (outcome.summary_text, outcome.path,
                                           outcome.used_fallback, outcome.reduction_ratio)
     assert not outcome.replaces_sources and 10 == len(outcome.source_keys)
@@ -427,9 +437,9 @@ def test_state_round_trip_with_ready_outcomes(setup: Any, redact: Any) -> None:
     s.schedule(am, NOW, mode="heuristic")
     restored = Summarizer(engine.config, redact=redact)
     restored.set_state(state_of(s))
-    (ready,) = state_of(s)["ready"]
-    assert ready == SummaryOutcome.from_state(ready).to_state()
+    assert state_of(restored) == state_of(s)
     assert [o.to_state() for o in s.collect()] == [o.to_state() for o in restored.collect()]
+    assert restored.take_ready() is None and s.take_ready() is None
 
 
 @pytest.mark.parametrize("mutate", [
@@ -442,8 +452,11 @@ def test_state_round_trip_with_ready_outcomes(setup: Any, redact: Any) -> None:
     lambda st: st["pending"][0]["task"].update(targetLayer="bogus"),
     lambda st: st["counters"].update(npc=0),
     lambda st: st["pending"][0]["task"].update(id="sum:other:00000000"),
-    lambda st: st["ready"].append({"path": "llm"}),
-    lambda st: st["ready"].append({**st["ready"][0], "path": "magic"}),
+    lambda st: st["ready"].append({"reason": "x"}),
+    lambda st: st["ready"].append({**st["ready"][0], "reason": ""}),
+    lambda st: st["ready"].append(copy.deepcopy(st["pending"][0])),
+    lambda st: st["nextCheck"].update(npc="soon"),
+    lambda st: st["late"].append({"id": "x"}),
 ])
 def test_malformed_state_raises_input_invalid_and_changes_nothing(
     setup: Any, mutate: Callable[[dict[str, Any]], Any]
