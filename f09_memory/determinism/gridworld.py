@@ -149,15 +149,17 @@ def _llm() -> ScriptedLLM:
 
 def host_loop(engine: MemoryEngine, world: GridWorld, steps: int, *,
               budget_ms: float | None, summarize_every: int = 25,
-              timer: Any = None) -> Iterator[HostStep]:
+              timer: Any = None, start: int = 0) -> Iterator[HostStep]:
     """Run ``steps`` world steps with the engine in the loop; yield after each tick.
+
+    ``start`` is the first step's number (to go on after a save and load).
 
     ``timer``, if given, is called as ``timer(part)`` around each part (``"world"``,
     ``"ingest"``, ``"retrieve"``, ``"summarize"``, ``"tick"``) — a context-manager factory
     the benchmark uses to time them; ``None`` runs untimed.
     """
     llm = _llm()
-    for step in range(steps):
+    for step in range(start, start + steps):
         now = (step + 1) * STEP_MS
         with _part(timer, "world"):
             items = world.step()

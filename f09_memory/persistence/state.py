@@ -22,7 +22,7 @@ from f09_memory.protocols import VectorIndex
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer, PressureState
 from f09_memory.store.agent import AgentMemory
-from f09_memory.store.records import NO_DEADLINE, RecordExtra
+from f09_memory.store.records import RecordExtra
 from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.vector_index.exact import ExactIndex
 from f09_memory.vector_index.hnsw import HnswIndex
@@ -86,6 +86,9 @@ def get_state(state: EngineState, summarizer: Summarizer,
             "ring": len(ring),
             "vocabulary": [len(vocab[0]), len(vocab[1])],
             "dim": None if am.vectors is None else int(am.vectors.shape[1]),
+            # the maintained lower bounds decide which agents a tick visits: kept as they
+            # are (not recomputed) so a loaded engine ticks exactly like the saved one
+            "bounds": [am.min_deadline, am.min_episodic_anchor],
             "index": am.index.get_state() if am.index is not None else None,  # type: ignore[attr-defined]
             "sourceEvents": [[k, am.source_event[k]] for k in sorted(am.source_event)],
             "extras": [[k, am.extras[k].canonical()] for k in sorted(am.extras)],
@@ -151,10 +154,11 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
     am.slot_of.update(zip(keys, range(n), strict=True))
     am.layer_counts[:] = np.bincount(cols["layer"].astype(np.intp), minlength=_N_LAYERS)
     deadlines = cols["deadline"]
-    am.min_deadline = int(deadlines.min()) if n else NO_DEADLINE
     episodic = cols["layer"] == MemoryLayer.EPISODIC.code
-    am.min_episodic_anchor = int(cols["anchor"][episodic].min()) if episodic.any() else (
-        NO_DEADLINE)
+    am.min_deadline, am.min_episodic_anchor = (int(x) for x in a["bounds"])
+    if (n and am.min_deadline > int(deadlines.min())) or (
+            episodic.any() and am.min_episodic_anchor > int(cols["anchor"][episodic].min())):
+        raise ValueError(f"agent {am.agent_id!r} has bounds above its records")
     if (cols["tagset"] >= len(state.store.tags)).any():
         raise ValueError("a record names an unknown tag tuple")
     for key, text in a["sourceEvents"]:
