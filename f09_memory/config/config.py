@@ -104,25 +104,26 @@ class TickCosts(_ConfigModel):
     ``max_item_fraction`` of the budget of the smallest tick (see ``maintenance.tick``).
     """
 
-    agent: PosInt = 60
-    """Per agent per tick: the vectorized check of what the agent is due (expiry, summary,
-    compaction, embedding, index): about 0.3 µs."""
+    agent: PosInt = 260
+    """Per agent per tick: the check of what the agent is due (expiry, summary, compaction,
+    embedding, index), vectorized over the agents: about 1.3 µs."""
     scan: PosInt = 1_500
     """Per vectorized pass over one agent's columns (TTL expiry, summary selection, a
     compaction layer), plus ``scan_slot`` per slot: about 7 µs + 5 ns per slot."""
     scan_slot: PosInt = 1
     """Per slot of a vectorized pass over an agent's columns."""
-    expire: PosInt = 1_500
-    """Per record a TTL removes, with its event: about 7 µs."""
-    prune: PosInt = 1_500
-    """Per record compaction prunes from a layer over its cap, with its event: about 7 µs."""
-    embed: PosInt = 5_000
-    """Per text (re-)embedded by a tick (hashing embedder: about 25 µs). A slower provider
-    needs a larger value."""
+    expire: PosInt = 450
+    """Per record a TTL removes, with its event: about 2.2 µs."""
+    prune: PosInt = 450
+    """Per record compaction prunes from a layer over its cap, with its event: about 2.2 µs."""
+    embed: PosInt = 1_100
+    """Per text (re-)embedded by a tick (the hashing embedder, in batches: about 5.5 µs). A
+    slower provider needs a larger value."""
     index_insert: PosInt = 100_000
     """Per vector inserted into a vector index being built (HNSW: about 0.5 ms)."""
-    summary_select: PosInt = 800
-    """Per source a summary task takes (snapshot of content and tags): about 4 µs."""
+    summary_select: PosInt = 2_500
+    """Per source a summary task takes (selection heap, snapshot of content and tags): about
+    12 µs."""
     summary_heuristic: PosInt = 2_000
     """Per source of a local (heuristic) summary: key terms, text, coverage: about 10 µs."""
     summary_apply: PosInt = 1_500

@@ -263,7 +263,7 @@ class Maintenance:
         codes, caps = self._caps
         if not codes.shape[0] or not agents:
             return 0, 0
-        counts = np.array([am.layer_counts[codes] for am in agents], dtype=np.int64)
+        counts = np.stack([am.layer_counts for am in agents])[:, codes]
         over = np.flatnonzero((counts > caps).any(axis=1))
         if not over.shape[0]:
             return 0, 0

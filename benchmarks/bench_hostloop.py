@@ -1,0 +1,127 @@
+"""Frame-budget ticks in a host loop, and the tick cost model's calibration.
+
+Host loop (``f09_memory.determinism.gridworld``, no extra package): 200 agents on a grid,
+about 6 observations per agent per step (some flagged, some repeated), ``retrieve_many``
+for every agent each step, summarization requested every 25 steps, ``tick(budget_ms=B)``.
+Reported per B: tick wall p50/p95/p99/max (goals: p99 <= B + 1 ms, max <= 3B + 2 ms), the
+engine's overhead per step (total minus the world's own work; goal <= 25 ms for the 200
+agents) and live records per layer against the caps (enforced: caps + slack at every step).
+
+Calibration: ticks that do mostly one kind of work, unbounded; the measured µs per charged
+work unit of each kind beside the nominal ``1000 / work_units_per_ms`` (0.005 µs). Enforced
+only generously (under 20x nominal, a loaded CI machine): the figures are for setting
+``tick_costs`` on a machine, and a slower machine lowers ``work_units_per_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+from targets import SHORT, record
+
+from f09_memory import MemoryConfig, MemoryEngine
+from f09_memory.determinism.gridworld import GridWorld, grid_engine, host_loop
+from f09_memory.embedding import HashingEmbedder
+from f09_memory.retention.policy import CAPPED_LAYERS, layer_caps
+
+STEPS = 60 if SHORT else 300
+BUDGETS = (0.5, 2.0) if SHORT else (0.5, 1.0, 2.0, 5.0)
+
+
+def _run(budget_ms: float) -> tuple[dict[str, list[float]], int]:
+    engine = grid_engine()
+    world = GridWorld(agents=200, seed=42)
+    caps = layer_caps(engine.config.retention_policy)
+    times: dict[str, list[float]] = defaultdict(list)
+
+    @contextmanager
+    def timer(part: str) -> Iterator[None]:
+        t = time.perf_counter()
+        yield
+        times[part].append((time.perf_counter() - t) * 1000.0)
+
+    worst = 0
+    for _ in host_loop(engine, world, STEPS, budget_ms=budget_ms, timer=timer):
+        for am in engine._state.store:
+            for layer in CAPPED_LAYERS:
+                cap = caps[layer]
+                assert cap is not None
+                over = int(am.layer_counts[layer.code]) - cap
+                assert over <= max(1, int(cap * 0.1)), f"{layer.value} past cap + slack"
+                worst = max(worst, over)
+    return times, worst
+
+
+def test_host_loop_tick_wall_time_and_overhead(benchmark) -> None:
+    results = {}
+
+    def run_all() -> None:
+        for b in BUDGETS:
+            results[b] = _run(b)
+
+    benchmark.pedantic(run_all, rounds=1, iterations=1)
+    for b, (times, worst) in results.items():
+        tick = np.asarray(times["tick"])
+        p50, p95, p99 = np.percentile(tick, [50, 95, 99])
+        total = sum(np.sum(v) for k, v in times.items() if k != "world") / STEPS
+        record(f"tick B={b:g} ms: wall p50", p50, "ms", spec=None, goal=b)
+        record(f"tick B={b:g} ms: wall p95", p95, "ms", spec=None, goal=b + 1.0)
+        record(f"tick B={b:g} ms: wall p99", p99, "ms", spec=None, goal=b + 1.0)
+        record(f"tick B={b:g} ms: wall max", tick.max(), "ms", spec=None, goal=3 * b + 2.0)
+        record(f"host loop B={b:g}: engine overhead per step", total, "ms", spec=None,
+               goal=25.0)
+        record(f"host loop B={b:g}: records over a cap (max)", worst, "", spec=None, goal=None)
+
+
+def _per_unit(engine: MemoryEngine, now: int) -> float:
+    t = time.perf_counter()
+    report = engine.tick(now)
+    elapsed_us = (time.perf_counter() - t) * 1e6
+    return elapsed_us / max(1, report.used_units)
+
+
+def _calibrate() -> dict[str, float]:
+    out: dict[str, float] = {}
+    idle = MemoryEngine(MemoryConfig(), embedder=None)
+    idle.ingest_batch([{"agent_id": f"a{i:05d}", "content": "x"} for i in range(5_000)], now=0)
+    idle.tick(1)
+    out["agent"] = min(_per_unit(idle, 2 + k) for k in range(5))  # nothing is used up
+
+    ttl = MemoryEngine(MemoryConfig(), embedder=None)
+    ttl.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"spark {i}", "ttl": 5}
+                      for a in range(200) for i in range(100)], now=0)
+    out["scan + expire"] = _per_unit(ttl, 10)
+
+    prune = MemoryEngine(MemoryConfig(hard_cap_slack=None, retention_policy={
+        "semantic_max": 50, "protected_min": 5}), embedder=None)
+    prune.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"fact {i}", "layer": "semantic",
+                         "importance": (i % 10) / 10} for a in range(200) for i in range(150)],
+                       now=0)
+    out["scan + prune"] = _per_unit(prune, 10)
+
+    summary = MemoryEngine(MemoryConfig(episodic_window=10, summarization_keep_recent=0),
+                           embedder=None)
+    summary.set_pressure("throttle")
+    summary.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"Saw Dan at the mill {i}.",
+                           "importance": 0.2} for a in range(100) for i in range(25)], now=0)
+    out["summary check + select + heuristic + apply"] = _per_unit(summary, 100)
+
+    embed = MemoryEngine(MemoryConfig(), seed=0)
+    embed.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"the mill by the river {i}"}
+                        for a in range(50) for i in range(100)], now=0)
+    embed.set_embedder(HashingEmbedder(dim=384, seed=1))
+    out["embed (hashing)"] = _per_unit(embed, 10)
+    return out
+
+
+def test_tick_cost_model_calibration(benchmark) -> None:
+    found: dict[str, float] = {}
+    benchmark.pedantic(lambda: found.update(_calibrate()), rounds=1, iterations=1)
+    nominal = 1000.0 / MemoryConfig().work_units_per_ms
+    for kind, us_per_unit in found.items():
+        record(f"tick cost µs/unit: {kind}", us_per_unit, "µs", spec=20 * nominal,
+               goal=1.5 * nominal)
