@@ -69,7 +69,8 @@ def first_sentence(text: str) -> str:
 
 
 def heuristic_summary(
-    sources: Sequence[Source], *, max_chars: int = 600, terms: int = 8
+    sources: Sequence[Source], *, max_chars: int = 600, terms: int = 8,
+    found: list[KeyTerm] | None = None,
 ) -> str:
     """A deterministic local summary of ``sources`` (see the module doc).
 
@@ -81,6 +82,8 @@ def heuristic_summary(
             beyond ties of equal ``(recency_anchor, id)``, which ids rule out).
         max_chars: Length bound of the result (>= 32).
         terms: How many key terms to name (the coverage check's ``limit``).
+        found: ``key_terms(sources, terms)`` if the caller has it already (computed here
+            otherwise).
 
     Returns:
         The summary, at most ``max_chars`` characters.
@@ -99,7 +102,8 @@ def heuristic_summary(
     first, last = ordered[0].recency_anchor, ordered[-1].recency_anchor
     n = len(ordered)
     parts = [f"1 event at t={first}." if n == 1 else f"{n} events from t={first} to t={last}."]
-    found = key_terms(ordered, terms)
+    if found is None:
+        found = key_terms(ordered, terms)
     ents = [f"{t.text} ({t.mentions})" for t in found if t.kind == "entity"]
     tags = [f"{t.text} ({t.mentions})" for t in found if t.kind == "tag"]
     if ents:

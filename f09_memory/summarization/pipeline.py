@@ -181,6 +181,8 @@ class _Pending:
     """Running tasks: the logical time the LLM's answer is due by (``None``: no limit)."""
     reason: str = ""
     """Ready tasks: why they finish without the LLM (``skip:`` prefix: sources kept)."""
+    terms: list[KeyTerm] | None = None
+    """The sources' key terms, once computed (derived, not saved)."""
 
     def to_state(self) -> dict[str, Any]:
         return {"task": self.task.to_json_dict(),
@@ -410,7 +412,7 @@ class Summarizer:
         if ready.reason.startswith(_SKIP):
             return self._kept(ready.task, ready.sources, TaskStatus.SKIPPED,
                               ready.reason[len(_SKIP):])
-        return self._heuristic(ready.task, ready.sources, ready.reason)
+        return self._heuristic(ready.task, ready.sources, ready.reason, self._terms(ready))
 
     def collect(self) -> list[SummaryOutcome]:
         """Finish every waiting task (:meth:`take_ready` until none is left), oldest first."""
@@ -542,7 +544,8 @@ class Summarizer:
         """
         pending = self._take_check(task_id)
         self._release(pending)
-        return self._heuristic(pending.task, pending.sources, f"llm error: {error}")
+        return self._heuristic(pending.task, pending.sources, f"llm error: {error}",
+                               self._terms(pending))
 
     # ------------------------------------------------------------------ internals
     def _take_check(self, task_id: object) -> _Pending:
@@ -561,8 +564,13 @@ class Summarizer:
         del self._pending[task.id]
         del self._by_agent[task.agent_id]
 
+    def _terms(self, pending: _Pending) -> list[KeyTerm]:
+        if pending.terms is None:
+            pending.terms = key_terms(pending.sources, self.config.summarization_coverage_terms)
+        return pending.terms
+
     def _judge(self, pending: _Pending, text: object) -> SummaryOutcome:
-        found = key_terms(pending.sources, self.config.summarization_coverage_terms)
+        found = self._terms(pending)
         reason = garbage_reason(text)
         if reason is not None or not isinstance(text, str):
             return self._heuristic(pending.task, pending.sources, f"garbage: {reason}", found)
@@ -586,7 +594,7 @@ class Summarizer:
             found = key_terms(sources, cfg.summarization_coverage_terms)
         text = self._redact(heuristic_summary(
             sources, max_chars=cfg.summarization_heuristic_max_chars,
-            terms=cfg.summarization_coverage_terms))
+            terms=cfg.summarization_coverage_terms, found=found))
         return self._done(task, sources, text, "heuristic", reason, coverage_of(text, found),
                           found)
 

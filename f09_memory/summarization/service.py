@@ -21,6 +21,7 @@ by ``tick`` within its budget (:meth:`SummarizationService.apply_ready`), one ta
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +46,7 @@ from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.pipeline import Summarizer, SummaryOutcome
 
-__all__ = ["TIMEOUT", "SummarizationService", "Waiter", "ask_llm"]
+__all__ = ["TIMEOUT", "LLMWorker", "SummarizationService", "Waiter", "ask_llm"]
 
 
 Waiter = Callable[[threading.Event, float], bool]
@@ -59,16 +60,47 @@ def _wait(done: threading.Event, seconds: float) -> bool:
 TIMEOUT = "timeout"
 """The error text prefix :func:`ask_llm` gives a call that ran past its time limit."""
 
+_Answer = tuple[str | None, str | None]
+
+
+class LLMWorker:
+    """A daemon thread that runs LLM calls one after another (for :func:`ask_llm`).
+
+    One thread serves every call, so a call costs a queue hand-off, not a thread start. A
+    call that overruns its time limit leaves the worker ``stuck``: the caller takes a new
+    worker, and this one exits once the call returns (its answer is dropped).
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], _Answer], list[_Answer],
+                                            threading.Event]] = queue.SimpleQueue()
+        self.stuck = False
+        threading.Thread(target=self._loop, name="f09-llm", daemon=True).start()
+
+    def _loop(self) -> None:
+        while not self.stuck:
+            call, box, done = self._jobs.get()
+            box.append(call())
+            done.set()
+
+    def submit(self, call: Callable[[], _Answer]) -> tuple[list[_Answer], threading.Event]:
+        """Queue ``call``; the returned box gets its answer when ``done`` is set."""
+        box: list[_Answer] = []
+        done = threading.Event()
+        self._jobs.put((call, box, done))
+        return box, done
+
 
 def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature: float,
-            max_tokens: int, timeout_ms: int | None = None,
-            wait: Waiter = _wait) -> tuple[str | None, str | None]:
+            max_tokens: int, timeout_ms: int | None = None, wait: Waiter = _wait,
+            worker: LLMWorker | None = None) -> tuple[str | None, str | None]:
     """Send one task's prompt to ``llm``: ``(reply, None)`` or ``(None, error text)``.
 
     A non-string reply counts as no reply (the quality gate then takes the heuristic).
-    With ``timeout_ms`` the call runs on a daemon worker thread; after that much wall time
-    (``wait``, injectable for tests) the answer is abandoned: ``(None, "timeout ...")``, and
-    whatever the worker returns later is dropped.
+    With ``timeout_ms`` the call runs on ``worker`` (a new one if not given); after that
+    much wall time (``wait``, injectable for tests) the answer is abandoned:
+    ``(None, "timeout ...")``, the worker is marked ``stuck``, and whatever it returns
+    later is dropped.
     """
     def call() -> tuple[str | None, str | None]:
         try:
@@ -80,15 +112,10 @@ def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature
 
     if timeout_ms is None:
         return call()
-    box: list[tuple[str | None, str | None]] = []
-    done = threading.Event()
-
-    def work() -> None:
-        box.append(call())
-        done.set()
-
-    threading.Thread(target=work, name=f"f09-llm-{task.id}", daemon=True).start()
+    box, done = (worker or LLMWorker()).submit(call)
     if not wait(done, timeout_ms / 1000.0) or not box:
+        if worker is not None:
+            worker.stuck = True
         return None, f"{TIMEOUT}: no answer within {timeout_ms} ms"
     return box[0]
 
@@ -111,6 +138,7 @@ class SummarizationService(Journaled):
         self._durable = None
         self.wait: Waiter = _wait
         """How :meth:`run` waits for an LLM call (``Event.wait``; tests inject their own)."""
+        self._worker: LLMWorker | None = None
 
     # ------------------------------------------------------------------ reading
     @property
@@ -292,10 +320,12 @@ class SummarizationService(Journaled):
                                     "summarization_timeout_ms", details={"field": "timeout_ms"})
         outcomes: list[SummaryOutcome] = []
         for task in self.poll(self._now(now)):
+            if timeout_ms is not None and (self._worker is None or self._worker.stuck):
+                self._worker = LLMWorker()
             reply, error = ask_llm(llm, task, self.system_prompt,
                                    temperature=cfg.summarization_temperature,
                                    max_tokens=cfg.summarization_max_tokens,
-                                   timeout_ms=timeout_ms, wait=self.wait)
+                                   timeout_ms=timeout_ms, wait=self.wait, worker=self._worker)
             if error is not None:
                 if error.startswith(TIMEOUT):
                     self._writer.publish([SummarizationTimedOut(
