@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from targets import SHORT, record
+from targets import SHORT, record, rounds, timings_ms
 
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.determinism.gridworld import GridWorld, grid_engine, host_loop
@@ -125,3 +125,19 @@ def test_tick_cost_model_calibration(benchmark) -> None:
     for kind, us_per_unit in found.items():
         record(f"tick cost µs/unit: {kind}", us_per_unit, "µs", spec=20 * nominal,
                goal=1.5 * nominal)
+
+
+def test_tick_over_a_crowd_never_defers(benchmark) -> None:
+    from bench_engine import AGENTS, PER_AGENT, crowd
+
+    engine = crowd(AGENTS, PER_AGENT, embedder=False)
+    now = [10 * PER_AGENT]
+
+    def tick() -> None:
+        now[0] += 1_000
+        report = engine.tick(now[0], budget_ms=1.0)
+        assert 0 == report.deferred_agents and 0 == report.backlog.agents_due
+
+    benchmark.pedantic(tick, rounds=rounds(20, 5), iterations=1)
+    record(f"tick B=1 ms, {AGENTS} agents x {PER_AGENT}: wall p50",
+           float(np.median(timings_ms(benchmark))), "ms", spec=None, goal=1.0)
