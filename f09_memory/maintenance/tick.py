@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,12 @@ from f09_memory.store.records import NO_DEADLINE
 from f09_memory.summarization.service import SummarizationService
 
 __all__ = ["Maintenance", "TickBacklog", "TickReport"]
+
+_MIN_DEADLINE = attrgetter("min_deadline")
+_MIN_ANCHOR = attrgetter("min_episodic_anchor")
+_SLOT_OF = attrgetter("slot_of")
+_AGENT_ID = attrgetter("agent_id")
+_LAYER_COUNTS = attrgetter("layer_counts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +172,7 @@ class Maintenance:
         costs = self._costs
         state.clock = now
         poll_pressure(now)
-        agents = list(state.store)
+        agents = state.store.agents()
         n = len(agents)
         budget.spend(n * costs.agent)
         events: list[Any] = []
@@ -208,8 +216,9 @@ class Maintenance:
             embedded, spent, failures = self._semantic.retry_slice(state.store, budget.left)
             events.extend(failures)
             budget.spend(spent)
-        if not budget.spent:
-            budget.spend(self._semantic.index_slice(agents, budget.left, live))
+        indexing = self._semantic.index_candidates(agents, live)
+        if not budget.spent and indexing:
+            budget.spend(self._semantic.index_slice(indexing, budget.left))
 
         backlog = TickBacklog(
             agents_due=left,
@@ -217,7 +226,7 @@ class Maintenance:
             pending_summaries=len(summarization.summarizer.pending())
             + summarization.summarizer.ready_count,
             embedding_retries=self._semantic.retry_backlog(state.store),
-            index_work=self._semantic.index_backlog(agents, live),
+            index_work=self._semantic.index_backlog(indexing),
         )
         behind = self._watch(backlog, events)
         self._writer.publish(events)
@@ -245,17 +254,18 @@ class Maintenance:
         """Per agent: TTL expiry due, summarization check due, live records (vectorized)."""
         n = len(agents)
         summarizer = self._summarization.summarizer
-        next_check = summarizer.next_checks
         cfg = self._state.config
-        rows = np.array([(am.min_deadline, am.min_episodic_anchor, am.live,
-                          next_check.get(am.agent_id, 0)) for am in agents],
-                        dtype=np.int64).reshape(n, 4)
-        due_expiry = rows[:, 0] <= now
-        due_summary = (rows[:, 1] <= now - cfg.episodic_window) & (rows[:, 3] <= now)
+        deadline = np.fromiter(map(_MIN_DEADLINE, agents), np.int64, n)
+        anchor = np.fromiter(map(_MIN_ANCHOR, agents), np.int64, n)
+        live = np.fromiter(map(len, map(_SLOT_OF, agents)), np.int64, n)
+        next_check = np.fromiter(map(summarizer.next_checks.get, map(_AGENT_ID, agents),
+                                     repeat(0)), np.int64, n)
+        due_expiry = deadline <= now
+        due_summary = (anchor <= now - cfg.episodic_window) & (next_check <= now)
         for i in np.flatnonzero(due_summary).tolist():
             if summarizer.locked(agents[i].agent_id):
                 due_summary[i] = False
-        return due_expiry, due_summary, rows[:, 2]
+        return due_expiry, due_summary, live
 
     def _compact(self, agents: list[AgentMemory], now: int, budget: WorkBudget,
                  events: list[Any]) -> tuple[int, int]:
@@ -263,7 +273,8 @@ class Maintenance:
         codes, caps = self._caps
         if not codes.shape[0] or not agents:
             return 0, 0
-        counts = np.stack([am.layer_counts for am in agents])[:, codes]
+        counts = np.concatenate(list(map(_LAYER_COUNTS, agents))).reshape(len(agents), -1)
+        counts = counts[:, codes]
         over = np.flatnonzero((counts > caps).any(axis=1))
         if not over.shape[0]:
             return 0, 0

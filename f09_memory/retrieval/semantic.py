@@ -20,6 +20,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,7 @@ NO_QUERY = "NO_QUERY"
 """``semantic_fallback`` when the request carried neither query text nor query vectors."""
 
 _QUERY_CACHE_MAX = 4096
+_INDEX_BUILD = attrgetter("index_build")
 
 
 def _slice_in_key_order(
@@ -233,17 +236,23 @@ class SemanticMemory:
                 total += int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
         return total
 
-    def _index_candidates(self, agents: Sequence[AgentMemory],
-                          live: NDArray[np.int64]) -> list[AgentMemory]:
-        big = np.flatnonzero(live > self.config.semantic_preselect_threshold).tolist()
-        building = [i for i, am in enumerate(agents) if am.index_build is not None]
-        return [agents[i] for i in sorted(set(big).union(building))]
+    def index_candidates(self, agents: Sequence[AgentMemory],
+                         live: NDArray[np.int64]) -> list[AgentMemory]:
+        """The agents that may have index work.
 
-    def index_backlog(self, agents: Sequence[AgentMemory], live: NDArray[np.int64]) -> int:
+        Those with more live records (``live``, aligned with ``agents``) than
+        ``semantic_preselect_threshold``, or with a build in progress.
+        """
+        n = len(agents)
+        building = np.fromiter(map(is_not, map(_INDEX_BUILD, agents), repeat(None)), bool, n)
+        mask = building | (live > self.config.semantic_preselect_threshold)
+        return [agents[i] for i in np.flatnonzero(mask).tolist()]
+
+    def index_backlog(self, candidates: Sequence[AgentMemory]) -> int:
         """Vectors still to insert into indexes being built or due to be built."""
         cfg = self.config
         total = 0
-        for am in self._index_candidates(agents, live):
+        for am in candidates:
             hi = am.hi
             count = int(am.embedded[:hi].sum())
             if am.index_build is not None:
@@ -255,20 +264,18 @@ class SemanticMemory:
                 total += count
         return total
 
-    def index_slice(self, agents: Sequence[AgentMemory], budget: int | None,
-                    live: NDArray[np.int64]) -> int:
+    def index_slice(self, candidates: Sequence[AgentMemory], budget: int | None) -> int:
         """Build or migrate agent indexes in key order within ``budget``; returns units used.
 
         An agent needs an index once its embedded records exceed
         ``semantic_preselect_threshold``; its kind (exact or HNSW) follows ``exact_index_max``.
         A build in progress serves no query until complete; then it replaces the old index.
-        Only agents with more live records than the threshold (``live``, aligned with
-        ``agents``) or a build in progress are looked at.
+        Only ``candidates`` (:meth:`index_candidates`) are looked at.
         """
         cfg = self.config
         cost = cfg.tick_costs.index_insert
         used = 0
-        for am in self._index_candidates(agents, live):
+        for am in candidates:
             hi = am.hi
             count = int(am.embedded[:hi].sum())
             if count <= cfg.semantic_preselect_threshold or am.vectors is None:

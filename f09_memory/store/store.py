@@ -55,7 +55,11 @@ class MemoryStore:
 
     def __iter__(self) -> Iterator[AgentMemory]:
         """Agents in sorted id order."""
-        return iter(self._agents.values())
+        return iter(self.agents())
+
+    def agents(self) -> list[AgentMemory]:
+        """Every agent's memory, in sorted id order (a new list)."""
+        return list(map(self._agents.__getitem__, self._agents))
 
     def total_live(self) -> int:
         """Live records across all agents."""
