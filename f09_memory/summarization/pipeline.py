@@ -261,6 +261,9 @@ class Summarizer:
         self._counters: dict[str, int] = {}
         self._next: dict[str, int] = {}
         self._ready: list[_Pending] = []
+        self._held: list[SummaryOutcome] = []
+        self._waiting: set[str] = set()
+        """Agents with a task in the ready queue or held (not applied yet): not scheduled."""
         self._late: dict[str, SummarizationTask] = {}
 
     # ------------------------------------------------------------------ queries
@@ -270,8 +273,8 @@ class Summarizer:
         return self._system
 
     def locked(self, agent_id: str) -> bool:
-        """Whether ``agent_id`` has a queued or running task."""
-        return agent_id in self._by_agent
+        """Whether ``agent_id`` has a task not applied yet (queued, running, ready or held)."""
+        return agent_id in self._by_agent or agent_id in self._waiting
 
     def pending(self, agent_id: str | None = None) -> list[SummarizationTask]:
         """Queued and running tasks (of one agent, or all), by ``(created_at, id)``."""
@@ -295,8 +298,29 @@ class Summarizer:
 
     @property
     def ready_count(self) -> int:
-        """Tasks finished without the LLM whose outcome has not been taken yet."""
-        return len(self._ready)
+        """Tasks finished without the LLM and not applied yet (held ones included)."""
+        return len(self._ready) + len(self._held)
+
+    def hold(self, outcome: SummaryOutcome) -> None:
+        """Keep a taken outcome until it is applied (a tick may apply it in a later step)."""
+        self._held.append(outcome)
+        self._waiting.add(outcome.task.agent_id)
+
+    def next_held(self) -> SummaryOutcome | None:
+        """The oldest held outcome, without taking it."""
+        return self._held[0] if self._held else None
+
+    def take_held(self) -> SummaryOutcome:
+        """Take the oldest held outcome (to apply it).
+
+        Raises:
+            SummaryFailedError: Nothing is held.
+        """
+        if not self._held:
+            raise SummaryFailedError("no summary outcome is held")
+        outcome = self._held.pop(0)
+        self._waiting.discard(outcome.task.agent_id)
+        return outcome
 
     def late(self, task_id: object) -> SummarizationTask | None:
         """The task ``task_id`` if it timed out (its answer now comes too late), else None."""
@@ -342,6 +366,13 @@ class Summarizer:
                                     f"{list(MODES)}", details={"field": "mode"})
         agent_id = am.agent_id
         busy = self._by_agent.get(agent_id)
+        if busy is None and agent_id in self._waiting:
+            if require:
+                raise SummaryLockedError(
+                    f"agent {agent_id!r:.80} has a finished summarization task waiting to be "
+                    "applied by the next ticks; tick before scheduling another",
+                    details={"agentId": agent_id, "status": "ready"})
+            return None
         if busy is not None:
             if require:
                 status = self._pending[busy].task.status.value
@@ -386,11 +417,11 @@ class Summarizer:
         if mode == "llm":
             self._pending[task.id] = _Pending(task, frozen)
             self._by_agent[agent_id] = task.id
-        elif mode == "heuristic":
-            self._ready.append(_Pending(task, frozen, reason="pressure: heuristic mode"))
         else:
-            self._ready.append(_Pending(task, frozen,
-                                        reason=_SKIP + "pressure: summarization skipped"))
+            self._ready.append(_Pending(task, frozen, reason="pressure: heuristic mode"
+                                        if mode == "heuristic"
+                                        else _SKIP + "pressure: summarization skipped"))
+            self._waiting.add(agent_id)
         return task
 
     def take_ready(self, task_id: str | None = None) -> SummaryOutcome | None:
@@ -409,6 +440,7 @@ class Summarizer:
         if at is None:
             return None
         ready = self._ready.pop(at)
+        self._waiting.discard(ready.task.agent_id)
         if ready.reason.startswith(_SKIP):
             return self._kept(ready.task, ready.sources, TaskStatus.SKIPPED,
                               ready.reason[len(_SKIP):])
@@ -437,6 +469,7 @@ class Summarizer:
             limit = self.config.summarization_timeout_ms
             p.reason = f"llm timeout: no answer within {limit} ms"
             self._ready.append(p)
+            self._waiting.add(p.task.agent_id)
             self._late[p.task.id] = p.task
             while len(self._late) > _LATE_MAX:
                 del self._late[next(iter(self._late))]
@@ -665,6 +698,7 @@ class Summarizer:
             "nextCheck": dict(sorted(self._next.items())),
             "pending": [self._pending[t.id].to_state() for t in self.pending()],
             "ready": [r.to_state() for r in self._ready],
+            "held": [o.to_state() for o in self._held],
             "late": [t.to_json_dict() for t in self._late.values()],
         }
 
@@ -702,11 +736,16 @@ class Summarizer:
                         r.task.status is not TaskStatus.QUEUED):
                     raise ValueError(f"ready task {r.task.id!r:.80} is malformed")
             late = {t.id: t for t in map(SummarizationTask.parse, state["late"])}
+            held = [SummaryOutcome.from_state(o) for o in state["held"]]
+            waiting = {r.task.agent_id for r in ready} | {o.task.agent_id for o in held}
+            if len(waiting) != len(ready) + len(held) or waiting & set(by_agent):
+                raise ValueError("an agent has two unfinished summarization tasks")
         except MemoryEngineError as exc:
             raise InputInvalidError(f"malformed summarizer state: {exc.message}"[:300]) from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputInvalidError(f"malformed summarizer state: {exc}"[:300]) from exc
-        self._counters, self._next, self._late = counters, next_check, late
+        self._counters, self._next, self._late, self._held = counters, next_check, late, held
+        self._waiting = waiting
         self._pending, self._by_agent, self._ready = pending, by_agent, ready
 
     def _check(self) -> None:
@@ -719,4 +758,6 @@ class Summarizer:
             assert int(tid.rsplit(":", 1)[1]) < self._counters[agent_id]
         for ready in self._ready:
             assert ready.reason and ready.sources and ready.task.id not in self._pending
+        waiting = [r.task.agent_id for r in self._ready] + [o.task.agent_id for o in self._held]
+        assert sorted(waiting) == sorted(self._waiting) and not self._waiting & set(self._by_agent)
         assert len(self._late) <= _LATE_MAX

@@ -212,23 +212,37 @@ class SummarizationService(Journaled):
     def apply_ready(self, budget: WorkBudget, costs: TickCosts, events: list[Any]) -> int:
         """Finish and apply waiting tasks, oldest first, while ``budget`` allows.
 
-        One task costs ``sources * (summary_heuristic + summary_apply) + summary_store``
-        (a skipped one ``sources * summary_apply``); the first is taken whenever any budget
-        is left, so a tick always makes progress. Returns how many were applied.
+        Two items per task: the heuristic summary (``sources * summary_heuristic``), then
+        applying it (``sources * summary_apply + summary_store``; a skipped task only
+        ``sources * summary_apply``). A summary made but not applied is held (and saved)
+        for the next tick. The first item is taken whenever any budget is left, so a tick
+        always makes progress. Returns how many tasks were applied.
         """
-        done = 0
-        while (n := self.summarizer.ready_sources) is not None and not budget.spent:
-            cost = n * (costs.summary_heuristic + costs.summary_apply) + costs.summary_store
-            if done and not budget.fits(cost):
-                break
-            outcome = self.summarizer.take_ready()
-            assert outcome is not None
-            if not outcome.replaces_sources:
-                cost = n * costs.summary_apply
-            self.apply([outcome], events)
+        summarizer = self.summarizer
+        applied = steps = 0
+        while not budget.spent:
+            held = summarizer.next_held()
+            if held is not None:
+                n = len(held.source_keys)
+                cost = n * costs.summary_apply + (costs.summary_store
+                                                  if held.replaces_sources else 0)
+                if steps and not budget.fits(cost):
+                    break
+                self.apply([summarizer.take_held()], events)
+                applied += 1
+            else:
+                n = summarizer.ready_sources or 0
+                if not n:
+                    break
+                cost = n * costs.summary_heuristic
+                if steps and not budget.fits(cost):
+                    break
+                outcome = summarizer.take_ready()
+                assert outcome is not None
+                summarizer.hold(outcome)
             budget.spend(cost)
-            done += 1
-        return done
+            steps += 1
+        return applied
 
     # ------------------------------------------------------------------ two phases
     @journaled

@@ -283,7 +283,10 @@ def test_heuristic_mode_completes_inside_schedule(setup: Any) -> None:
     _, am, s = setup()
     task = s.schedule(am, NOW, mode="heuristic")
     assert task is not None and TaskStatus.QUEUED == task.status and task.prompt is None
-    assert not s.locked("npc") and [] == s.poll(NOW)
+    assert s.locked("npc") and [] == s.poll(NOW)  # locked until its summary is applied
+    assert s.schedule(am, NOW + 1) is None
+    with pytest.raises(SummaryLockedError):
+        s.schedule(am, NOW + 1, require=True)
     assert (1, 10) == (s.ready_count, s.ready_sources)  # finished when taken (by a tick)
     (outcome,) = s.collect()
     assert TaskStatus.COMPLETED == task.status and (0, None) == (s.ready_count,
@@ -457,13 +460,17 @@ def test_state_round_trip_with_ready_outcomes(setup: Any, redact: Any) -> None:
     lambda st: st["ready"].append(copy.deepcopy(st["pending"][0])),
     lambda st: st["nextCheck"].update(npc="soon"),
     lambda st: st["late"].append({"id": "x"}),
+    lambda st: st["held"].append({"path": "llm"}),
+    lambda st: st["ready"][0]["task"].update(agentId="npc"),
 ])
 def test_malformed_state_raises_input_invalid_and_changes_nothing(
-    setup: Any, mutate: Callable[[dict[str, Any]], Any]
+    setup: Any, town: Any, mutate: Callable[[dict[str, Any]], Any]
 ) -> None:
-    _, am, s = setup(summarization_min_interval_ms=0)
-    s.schedule(am, NOW, mode="heuristic")
-    s.schedule(am, NOW)
+    engine, am, s = setup(summarization_min_interval_ms=0)
+    s.schedule(am, NOW)  # "npc": an LLM task; "npc2": a heuristic one, waiting for a tick
+    for item in town(20):
+        engine.ingest("npc2", **item)
+    s.schedule(engine._state.store.get("npc2"), NOW, mode="heuristic")
     good = state_of(s)
     bad = copy.deepcopy(good)
     mutate(bad)
