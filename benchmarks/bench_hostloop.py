@@ -103,12 +103,7 @@ def _calibrate() -> dict[str, float]:
                        now=0)
     out["scan + prune"] = _per_unit(prune, 10)
 
-    summary = MemoryEngine(MemoryConfig(episodic_window=10, summarization_keep_recent=0),
-                           embedder=None)
-    summary.set_pressure("throttle")
-    summary.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"Saw Dan at the mill {i}.",
-                           "importance": 0.2} for a in range(100) for i in range(25)], now=0)
-    out["summary check + select + heuristic + apply"] = _per_unit(summary, 100)
+    out.update(_summary_kinds())
 
     embed = MemoryEngine(MemoryConfig(), seed=0)
     embed.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"the mill by the river {i}"}
@@ -116,6 +111,37 @@ def _calibrate() -> dict[str, float]:
     embed.set_embedder(HashingEmbedder(dim=384, seed=1))
     out["embed (hashing)"] = _per_unit(embed, 10)
     return out
+
+
+def _summary_kinds() -> dict[str, float]:
+    """µs per unit of the three summary items, timed on the functions a tick calls."""
+    engine = MemoryEngine(MemoryConfig(episodic_window=10, summarization_keep_recent=0),
+                          embedder=None)
+    engine.set_pressure("throttle")
+    engine.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"Saw Dan Ash at the mill {i}.",
+                          "tags": ["mill"], "importance": 0.2}
+                         for a in range(100) for i in range(25)], now=0)
+    costs = engine.config.tick_costs
+    service = engine.summarization
+    agents = engine._state.store.agents()
+    events: list[object] = []
+    t = time.perf_counter()
+    tasks = [service.schedule(am, 100, events) for am in agents]
+    select_us = (time.perf_counter() - t) * 1e6
+    sources = sum(len(task.source_ids) for task in tasks if task is not None)
+    select_units = len(agents) * (costs.scan + 26 * costs.scan_slot) + sources * costs.summary_select
+    t = time.perf_counter()
+    outcomes = service.summarizer.collect()
+    make_us = (time.perf_counter() - t) * 1e6
+    t = time.perf_counter()
+    service.apply(outcomes, events)
+    apply_us = (time.perf_counter() - t) * 1e6
+    return {
+        "summary select (scan + sources)": select_us / select_units,
+        "summary make (heuristic)": make_us / (sources * costs.summary_heuristic),
+        "summary apply": apply_us / (sources * costs.summary_apply
+                                     + len(outcomes) * costs.summary_store),
+    }
 
 
 def test_tick_cost_model_calibration(benchmark) -> None:
@@ -141,3 +167,38 @@ def test_tick_over_a_crowd_never_defers(benchmark) -> None:
     benchmark.pedantic(tick, rounds=rounds(20, 5), iterations=1)
     record(f"tick B=1 ms, {AGENTS} agents x {PER_AGENT}: wall p50",
            float(np.median(timings_ms(benchmark))), "ms", spec=None, goal=1.0)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_rss_stays_flat_over_a_long_ingest_run(benchmark) -> None:
+    """2M observations (200k in short mode) through the grid world's config, ticks at 2 ms:
+    live records plateau at the caps, so RSS over the second half stays within 5 %."""
+    total = 200_000 if SHORT else 2_000_000
+    engine = grid_engine()
+    world = GridWorld(agents=200, seed=11)
+    seen = [0]
+    samples: list[tuple[int, int]] = []
+
+    def run() -> None:
+        step = 0
+        while seen[0] < total:
+            now = (step + 1) * 1_000
+            items = world.step()
+            engine.ingest_batch(items, now=now)
+            engine.tick(now, budget_ms=2.0)
+            seen[0] += len(items)
+            step += 1
+            if step % 20 == 0:
+                samples.append((seen[0], _rss_bytes()))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    half = [rss for n, rss in samples if n >= total // 2]
+    growth = (half[-1] - half[0]) / half[0] * 100.0
+    record(f"RSS growth over the second half of {total:,} ingests", growth, "%", spec=None,
+           goal=5.0)
+    record("live records at the end", engine._state.store.total_live(), "", spec=None,
+           goal=None)

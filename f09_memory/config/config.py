@@ -120,7 +120,9 @@ class TickCosts(_ConfigModel):
     """Per text (re-)embedded by a tick (the hashing embedder, in batches: about 5.5 µs). A
     slower provider needs a larger value."""
     index_insert: PosInt = 100_000
-    """Per vector inserted into a vector index being built (HNSW: about 0.5 ms)."""
+    """Per vector inserted into an HNSW index being built: about 0.5 ms."""
+    index_insert_exact: PosInt = 200
+    """Per vector copied into an exact index being built: about 1 µs."""
     summary_select: PosInt = 2_500
     """Per source a summary task takes (selection heap, snapshot of content and tags): about
     12 µs."""

@@ -273,7 +273,7 @@ class SemanticMemory:
         Only ``candidates`` (:meth:`index_candidates`) are looked at.
         """
         cfg = self.config
-        cost = cfg.tick_costs.index_insert
+        costs = cfg.tick_costs
         used = 0
         for am in candidates:
             hi = am.hi
@@ -289,6 +289,8 @@ class SemanticMemory:
                     ef_construction=cfg.hnsw_ef_construction, ef=cfg.hnsw_ef,
                     seed=self.seed, quantum=cfg.score_quantum)
                 am.index_cursor = 0
+            cost = (costs.index_insert if isinstance(am.index_build, HnswIndex)
+                    else costs.index_insert_exact)
             slots = _slice_in_key_order(
                 am, am.embedded[:hi] & (am.key[:hi] >= am.index_cursor), budget, used, cost)
             if slots is None:

@@ -11,9 +11,10 @@ A game loop must never block on an LLM, so summarization is split in two phases:
    prompt is built then: grouped, every line redacted again), sends ``task.prompt`` (with
    :attr:`Summarizer.system_prompt`) to its LLM, and hands the text back with
    ``complete(task_id, text)`` (``complete_after_error`` when the LLM call raised), or
-   gives up with ``fail(task_id, reason)``. A running task has until ``poll time +
-   summarization_timeout_ms`` (logical time): :meth:`Summarizer.time_out` then finishes it
-   with the heuristic summary, and a late ``complete`` is ignored (:meth:`Summarizer.late`).
+   gives up with ``fail(task_id, reason)``. A task has until ``summarization_timeout_ms``
+   (logical time) after it was queued, or after it was polled: :meth:`Summarizer.time_out`
+   then finishes it with the heuristic summary, and a late ``complete`` is ignored
+   (:meth:`Summarizer.late`).
    The engine's ``summarization.service`` runs phase 2 synchronously for hosts that want
    that.
 
@@ -178,7 +179,7 @@ class _Pending:
     task: SummarizationTask
     sources: tuple[SourceEvent, ...]
     deadline: int | None = None
-    """Running tasks: the logical time the LLM's answer is due by (``None``: no limit)."""
+    """The logical time the LLM's answer is due by (``None``: no limit)."""
     reason: str = ""
     """Ready tasks: why they finish without the LLM (``skip:`` prefix: sources kept)."""
     terms: list[KeyTerm] | None = None
@@ -415,7 +416,9 @@ class Summarizer:
         self._next[agent_id] = now + cfg.summarization_min_interval_ms
         frozen = tuple(sources)
         if mode == "llm":
-            self._pending[task.id] = _Pending(task, frozen)
+            timeout = cfg.summarization_timeout_ms
+            self._pending[task.id] = _Pending(task, frozen,
+                                              None if timeout is None else now + timeout)
             self._by_agent[agent_id] = task.id
         else:
             self._ready.append(_Pending(task, frozen, reason="pressure: heuristic mode"
@@ -454,7 +457,11 @@ class Summarizer:
         return out
 
     def time_out(self, now: int) -> list[SummarizationTask]:
-        """Give up waiting for the LLM on running tasks whose deadline is at or before ``now``.
+        """Give up waiting for the LLM on tasks whose deadline is at or before ``now``.
+
+        A queued task's deadline is ``created_at + summarization_timeout_ms`` (a host that
+        never polls does not stall summarization); ``poll`` moves it to ``poll time +
+        timeout``.
 
         Each such task joins the ready queue (its outcome will be the heuristic summary,
         reason ``llm timeout``) and is remembered as late: a ``complete`` for it is then

@@ -202,3 +202,13 @@ def test_tick_costs_are_validated() -> None:
     with pytest.raises(MemoryEngineError):
         MemoryConfig(hard_cap_slack=-0.1)
     assert np.isclose(MemoryConfig().hard_cap_slack or 0.0, 0.1)
+
+
+def test_a_task_nobody_polls_times_out_too() -> None:
+    engine = _engine_with_tasks(summarization_timeout_ms=1_000)  # queued at t=100
+    assert 0 == engine.tick(1_099).timed_out
+    report = engine.tick(1_100)
+    assert (2, 2, 0) == (report.timed_out, report.summaries_applied,
+                         report.backlog.pending_summaries)
+    assert [] == engine.summarization.pending()
+    assert 1 == engine.count("ann", "semantic") and 0 == engine.count("ann", "episodic")

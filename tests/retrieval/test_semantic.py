@@ -152,7 +152,7 @@ def big_engine(n: int = 400, **config: object) -> MemoryEngine:
 
 
 def test_large_agents_build_an_index_in_slices_and_migrate_to_hnsw() -> None:
-    engine = big_engine(200, tick_costs={"index_insert": 1_000}, work_units_per_ms=50_000)
+    engine = big_engine(200, tick_costs={"index_insert_exact": 1_000}, work_units_per_ms=50_000)
     am = engine._state.store.get("a")
     assert am is not None and am.index is None
     engine.tick(1, budget_ms=1.0)  # 50 inserts per ms of budget, minus decay work
