@@ -129,7 +129,8 @@ def _summary_kinds() -> dict[str, float]:
     tasks = [service.schedule(am, 100, events) for am in agents]
     select_us = (time.perf_counter() - t) * 1e6
     sources = sum(len(task.source_ids) for task in tasks if task is not None)
-    select_units = len(agents) * (costs.scan + 26 * costs.scan_slot) + sources * costs.summary_select
+    select_units = (len(agents) * (costs.scan + 26 * costs.scan_slot)
+                    + sources * costs.summary_select)
     t = time.perf_counter()
     outcomes = service.summarizer.collect()
     make_us = (time.perf_counter() - t) * 1e6

@@ -21,9 +21,10 @@ Each step takes its first item whenever any budget is left (the due agents: alwa
 tick always makes progress and overshoots by at most one item per step. No item costs more
 than about 0.35 ms of the reference machine with the default settings (a summary of 25
 sources is three items: its selection, about 0.32 ms; making it, 0.25 ms; applying it,
-0.22 ms), so even a 0.5 ms tick stays within about twice its budget. What does not fit stays for the next tick
-and shows in the report's backlog; when the backlog grows ``tick_behind_after`` ticks in a
-row the report says ``behind`` and ``memory:tick:behind`` is emitted.
+0.22 ms), so even a 0.5 ms tick stays within about twice its budget. What does not fit
+stays for the next tick and shows in the report's backlog; when the backlog grows
+``tick_behind_after`` ticks in a row the report says ``behind`` and ``memory:tick:behind``
+is emitted.
 """
 
 from __future__ import annotations
