@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import zlib
+from collections.abc import Sequence
 
 from f09_memory.config.config import ImportanceSettings
 
@@ -12,6 +13,9 @@ __all__ = ["ImportanceModel", "Vocabulary", "boosted_importance"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 _MASK64 = (1 << 64) - 1
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
+_NOT_WORD = str.maketrans({chr(c): " " for c in range(128) if chr(c) not in _WORD_CHARS})
+"""ASCII characters that end a content word, mapped to a space (``str.translate``)."""
 
 
 def _word_digest(word: str) -> int:
@@ -64,6 +68,26 @@ class Vocabulary:
                 self._current, self._cur_sum = set(), 0
         return new / len(words)
 
+    def observe_union(self, words: set[str]) -> bool:
+        """Record the words of several texts at once, if that ends as observing each would.
+
+        Observing texts one by one only differs from observing the union of their words
+        when a generation fills up on the way; then nothing is recorded and False is
+        returned (the caller observes the texts one by one).
+        """
+        cur = self._current
+        fresh = words - cur
+        if len(cur) + len(fresh) >= self.max_size // 2:
+            return False
+        if fresh:
+            total = self._cur_sum
+            intern = sys.intern
+            for word in fresh:
+                cur.add(intern(word))
+                total += _word_digest(word)
+            self._cur_sum = total & _MASK64
+        return True
+
     def digest(self) -> tuple[int, int, int, int]:
         """``(previous sum, current sum, previous size, current size)``: equal for equal states."""
         return (self._prev_sum, self._cur_sum, len(self._previous), len(self._current))
@@ -91,6 +115,7 @@ class ImportanceModel:
         self.settings = settings
         self._lexicon = frozenset(settings.emotion_lexicon)
         self._content_word = re.compile(rf"[a-z0-9']{{{settings.novelty_min_word_len},}}")
+        self._min_len = settings.novelty_min_word_len
 
     def words(self, text: str) -> set[str]:
         """Distinct lower-cased words of ``text`` with >= ``novelty_min_word_len`` chars."""
@@ -114,6 +139,29 @@ class ImportanceModel:
     def observe(self, text: str, vocabulary: Vocabulary) -> None:
         """Update ``vocabulary`` with ``text`` without scoring (caller gave the importance)."""
         vocabulary.observe(self.words(text))
+
+    def observe_many(self, texts: Sequence[str], vocabulary: Vocabulary) -> None:
+        """:meth:`observe` of each text in order (one pass over the batch when possible).
+
+        Runtime complexity: O(total characters), one scan of the joined texts.
+        """
+        if len(texts) > 1 and vocabulary.observe_union(self.words_of_all(texts)):
+            return
+        for text in texts:
+            vocabulary.observe(self.words(text))
+
+    def words_of_all(self, texts: Sequence[str]) -> set[str]:
+        """The union of :meth:`words` over ``texts``.
+
+        Words never span texts: they are joined by a newline, which no word contains, and
+        lower-casing is per character where it matters (ASCII output). An ASCII batch is
+        split by ``str.translate`` instead of the regex (same words, about twice faster).
+        """
+        lowered = "\n".join(texts).lower()
+        if lowered.isascii():
+            short = self._min_len
+            return {w for w in set(lowered.translate(_NOT_WORD).split()) if len(w) >= short}
+        return set(self._content_word.findall(lowered))
 
 
 def boosted_importance(importance: float, flagged: bool, boost: float) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from f09_memory.redaction.patterns import CompiledPattern, compile_patterns
 
@@ -24,6 +24,21 @@ def _has_dash(text: str) -> bool:
 
 def _has_digit_run(text: str) -> bool:
     return _DIGIT_RUN.search(text) is not None
+
+
+_ASCII_DIGITS = "0123456789"
+
+
+def _gate_on_batch(gate: Callable[[str], bool], joined: str) -> bool:
+    """Whether ``gate`` may hold for some text of a batch (``joined``: the texts joined).
+
+    The digit-run gate is a regex scan: on a batch it is replaced by a cheaper necessary
+    condition (an ASCII batch without an ASCII digit has no digit run), and each text is
+    still gated on its own when that condition holds.
+    """
+    if gate is _has_digit_run:
+        return not joined.isascii() or any(d in joined for d in _ASCII_DIGITS)
+    return gate(joined)
 
 
 class Redactor:
@@ -74,6 +89,47 @@ class Redactor:
                 hits.append(label)
                 self.counts[label] += n
         return text, tuple(hits)
+
+    def redact_many(self, texts: Sequence[str]) -> tuple[list[str], list[tuple[str, ...]] | None]:
+        """:meth:`redact` of each text, in order, with the gates checked once for the batch.
+
+        A built-in's gate is a necessary condition that holds for a text whenever it holds
+        for any substring, so a gate that fails on all the texts joined rules the pattern
+        out for every one of them (the usual batch: no ``@``, no ``-``, no digit run).
+
+        Returns:
+            The redacted texts, and each text's labels (``None`` when nothing matched).
+            Counts are updated as :meth:`redact` one by one would.
+        """
+        if not self.enabled or not texts:
+            return list(texts), None
+        joined = "\n".join(texts)
+        gates = self._gates
+        active: list[CompiledPattern] = []
+        for label, pattern in self._compiled:
+            gate = gates.get(label)
+            if gate is None or _gate_on_batch(gate, joined):
+                active.append((label, pattern))
+        if not active:
+            return list(texts), None
+        out: list[str] = []
+        labels: list[tuple[str, ...]] = []
+        any_hit = False
+        for text in texts:
+            hits: list[str] = []
+            if text:
+                for label, pattern in active:
+                    gate = gates.get(label)
+                    if (gate is not None and not gate(text)) or pattern.search(text) is None:
+                        continue
+                    text, n = pattern.subn(self._placeholder, text)
+                    if n:
+                        hits.append(label)
+                        self.counts[label] += n
+            out.append(text)
+            labels.append(tuple(hits))
+            any_hit = any_hit or bool(hits)
+        return out, labels if any_hit else None
 
     def redact_text(self, text: str) -> str:
         """Return only the redacted text (for prompts and log lines)."""

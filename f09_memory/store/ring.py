@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["EpisodicRing"]
 
@@ -71,6 +71,14 @@ class EpisodicRing:
         """Add ``key`` as the newest entry. The caller evicts ``oldest()`` first when full."""
         self._keys.append(key)
         self.live += 1
+        if len(self._keys) > 2 * self.capacity + 16:
+            self._compact()
+
+    def extend(self, keys: Iterable[int]) -> None:
+        """:meth:`append` of each key, in order (the caller checked the ring has room)."""
+        before = len(self._keys)
+        self._keys.extend(keys)
+        self.live += len(self._keys) - before
         if len(self._keys) > 2 * self.capacity + 16:
             self._compact()
 

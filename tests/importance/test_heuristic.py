@@ -55,3 +55,23 @@ def test_vocabulary_is_bounded_and_round_trips() -> None:
 def test_boost_applies_only_to_flagged() -> None:
     assert 0.5 == boosted_importance(0.5, False, 2.5)
     assert 1.25 == boosted_importance(0.5, True, 2.5)
+
+
+def test_observe_many_ends_as_observing_each_text_in_order() -> None:
+    m = model()
+    texts = ["The smith's forge roared", "RAIN over the mill, rain again", "İstanbul naïve café",
+             "ÉCOLE d'été 2024 rocks", "", "smith forge smith"]
+    for size in (16, 24, 64, 4096):  # small vocabularies roll over mid-batch
+        one, many = Vocabulary(size), Vocabulary(size)
+        for text in texts:
+            m.observe(text, one)
+        m.observe_many(texts, many)
+        assert one.get_state() == many.get_state()
+        assert one.digest() == many.digest()
+
+
+def test_words_of_all_is_the_union_of_each_text_words() -> None:
+    m = model()
+    texts = ["Alpha beta's gamma-delta", "ÉCOLE naïve Σίσυφος", "x\ny zz www 1234"]
+    assert set().union(*(m.words(t) for t in texts)) == m.words_of_all(texts)
+    assert set().union(*(m.words(t) for t in texts[:1])) == m.words_of_all(texts[:1])

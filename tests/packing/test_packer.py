@@ -53,3 +53,10 @@ def test_token_estimate() -> None:
     c = HeuristicTokenCounter(4.0)
     assert (0, 1, 1, 2) == (c.count(""), c.count("a"), c.count("abcd"), c.count("abcde"))
     assert 3 == estimate_total(c, ["a", "abcde"])
+
+
+@given(st.lists(st.text(max_size=300), max_size=40),
+       st.sampled_from([0.75, 1.0, 3.3, 4.0, 7.5]))
+def test_count_many_equals_count_of_each_text(texts: list[str], chars_per_token: float) -> None:
+    counter = HeuristicTokenCounter(chars_per_token)
+    assert [counter.count(t) for t in texts] == counter.count_many(texts)

@@ -68,3 +68,37 @@ def test_invalid_patterns_are_rejected(bad: str) -> None:
 
 def test_builtin_names_are_case_insensitive() -> None:
     assert ["EMAIL", "UUID"] == [label for label, _ in compile_patterns(["email", " uuid "])]
+
+
+BATCH_TEXTS = [
+    "plain words only.",
+    "mail jane@example.org now",
+    "card 4111 1111 1111 1111 and 4111-1111-1111-1111",
+    "id 123e4567-e89b-12d3-a456-426614174000",
+    "a-dash but no uuid, 42 digits",
+    "Arabic-Indic digits \u0664\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661"
+    "\u0661\u0661\u0661\u0661\u0661",
+    "",
+]
+
+
+@pytest.mark.parametrize("patterns", [
+    ("EMAIL", "UUID", "NUMSEQ16"), ("NUMSEQ16",), (r"jane\S*", "EMAIL"), (r"^plain",), (),
+])
+@pytest.mark.parametrize("start", range(len(BATCH_TEXTS)))
+def test_redact_many_equals_redact_one_by_one(patterns: tuple[str, ...], start: int) -> None:
+    texts = BATCH_TEXTS[start:] + BATCH_TEXTS[:start]
+    one, many = Redactor(patterns, salt="s"), Redactor(patterns, salt="s")
+    expected = [one.redact(t) for t in texts]
+    out, labels = many.redact_many(texts)
+    assert expected == list(zip(out, labels or [()] * len(texts), strict=True))
+    assert (labels is None) == all(not hits for _, hits in expected)
+    assert one.counts == many.counts
+
+
+def test_redact_many_of_a_clean_ascii_batch_runs_no_pattern() -> None:
+    r = Redactor(("EMAIL", "UUID", "NUMSEQ16"))
+    texts = ["the smith at the well.", "rain over the mill!"]
+    assert (texts, None) == r.redact_many(texts)
+    assert ([], None) == r.redact_many([])
+    assert (["a@b.cd"], None) == Redactor(("EMAIL",), enabled=False).redact_many(["a@b.cd"])

@@ -143,3 +143,15 @@ def test_batches_that_overflow_the_ring_equal_ingesting_one_by_one(seed: int, de
         batched._check()
     assert single.state_hash() == batched.state_hash()
     assert [r.id for r in single.records("npc")] == [r.id for r in batched.records("npc")]
+
+
+
+def test_ring_extend_is_append_of_each_key() -> None:
+    live = set(range(0, 200, 3))  # most keys already gone: extend compacts as append does
+    one, many = EpisodicRing(70, live.__contains__), EpisodicRing(70, live.__contains__)
+    for k in range(200):
+        one.append(k)
+    many.extend(range(200))
+    one.live = many.live = len(live)
+    assert list(one) == list(many) == sorted(live)
+    assert many.dead_entries() <= 2 * many.capacity + 16  # compacted like append
