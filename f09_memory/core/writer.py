@@ -32,6 +32,7 @@ from f09_memory.errors import (
 from f09_memory.ingestion.pipeline import (
     Ingestor,
     PendingRecord,
+    simple_pending,
     validate_agent_id,
     validate_item,
     validate_mapping,
@@ -40,7 +41,7 @@ from f09_memory.retention.compaction import Compactor
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.store.agent import AgentMemory
-from f09_memory.store.records import NewRecords, Removed, content_fingerprint, normalized_content
+from f09_memory.store.records import Removed, content_fingerprint, normalized_content
 
 __all__ = ["Writer", "reinforced"]
 
@@ -139,11 +140,15 @@ class Writer:
             raise InputInvalidError("items must be a list of mappings or strings",
                                     details={"field": "items"})
         pending: list[PendingRecord] = []
+        append = pending.append
         for i, raw in enumerate(items):
-            try:
-                pending.append(validate_mapping(raw))
-            except MemoryEngineError as exc:
-                raise _indexed(exc, i) from None
+            item = simple_pending(raw)
+            if item is None:
+                try:
+                    item = validate_mapping(raw)
+                except MemoryEngineError as exc:
+                    raise _indexed(exc, i) from None
+            append(item)
         return pending
 
     # ------------------------------------------------------------------ storing
@@ -181,25 +186,23 @@ class Writer:
                events: list[Any], anchor: int | None, window: int) -> list[list[int]]:
         state = self.state
         tags = state.store.tags
-        build = self.ingestor.build
+        build = self.ingestor.build_many
+        report_updated = self.wants(RecordUpdated.name)
         added = []
         results: list[list[int]] = []
         for am, items in groups:
-            vocabulary = state.vocabulary(am.agent_id)
-            new = NewRecords()
-            labels: list[tuple[str, ...]] = []
             placed: list[int] | None = None
             repeats: list[int] = []
             if window:
                 placed = []
                 items = self._dedup(am, items, now, window, placed, repeats, events)
-            for item in items:
-                labels.append(build(item, am.reserve_key(), now, vocabulary, tags, new, anchor))
+            new, labels = build(items, am.reserve_keys(len(items)), now,
+                                state.vocabulary(am.agent_id), tags, anchor)
             for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
                 for _ in range(times):
                     new.importance[i] = reinforced(new.importance[i],
                                                    state.config.dedup_importance_step)
-                    if self.wants(RecordUpdated.name):
+                    if report_updated:
                         events.append(RecordUpdated(
                             id=am.id_of(new.keys[i]), fields=("importance", "recency_anchor"),
                             reason="dedup"))
@@ -216,13 +219,18 @@ class Writer:
             vectors = semantic.embed_keys(keys, texts, events)
             if vectors is not None:
                 row = 0
-                for am, new, slot_list, *_ in added:
-                    keep = [i for i, key in enumerate(new.keys)  # not evicted by a later one
-                            if am.slot_of.get(key) == slot_list[i]]
-                    semantic.attach_many(am, [slot_list[i] for i in keep],
-                                         [new.keys[i] for i in keep],
-                                         vectors[[row + i for i in keep]])
-                    row += len(new.keys)
+                once = len({id(item[0]) for item in added}) == len(added)
+                for am, new, slot_list, evicted, _, capped in added:
+                    n = len(new.keys)
+                    if once and not evicted and not capped:  # every record is still stored
+                        semantic.attach_many(am, slot_list, new.keys, vectors[row:row + n])
+                    else:
+                        keep = [i for i, key in enumerate(new.keys)
+                                if am.slot_of.get(key) == slot_list[i]]
+                        semantic.attach_many(am, [slot_list[i] for i in keep],
+                                             [new.keys[i] for i in keep],
+                                             vectors[[row + i for i in keep]])
+                    row += n
         report_created = self.wants(RecordCreated.name)
         report_expired = self.wants(RecordExpired.name)
         report_redacted = self.wants(RecordRedacted.name)
@@ -230,7 +238,7 @@ class Writer:
             for am, new, _, evicted, labels, capped in added:
                 agent_id = am.agent_id
                 for i, key in enumerate(new.keys):
-                    if report_expired:
+                    if report_expired and i in evicted:
                         events.extend(RecordExpired(id=r.id, layer=r.layer.value,
                                                     reason="overflow") for r in evicted[i])
                     rid = am.id_of(key)

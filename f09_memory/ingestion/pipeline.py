@@ -16,6 +16,7 @@ from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import InputInvalidError
 from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
+from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.schema.enums import MemoryLayer
@@ -167,6 +168,63 @@ def validate_mapping(item: object) -> PendingRecord:
     return validate_item(**item)
 
 
+_SIMPLE_FIELDS = ITEM_FIELDS - {"metadata"}
+_SIMPLE_BATCH_FIELDS = _SIMPLE_FIELDS | {"agent_id"}
+_EPISODIC = MemoryLayer.EPISODIC
+_new_pending = tuple.__new__
+
+
+def simple_pending(item: object, batch: bool = False) -> PendingRecord | None:
+    """The :func:`validate_mapping` of a plain, valid item without metadata, else ``None``.
+
+    The hot-path check of ``ingest_many`` / ``ingest_batch`` items (``batch``: an
+    ``agent_id`` key is allowed and ignored): exact builtin types only, no error raised.
+    ``None`` means "run the full validation", which accepts or rejects the item; an item
+    accepted here gives the same ``PendingRecord`` as the full validation.
+    """
+    if type(item) is not dict or not (
+            _SIMPLE_BATCH_FIELDS if batch else _SIMPLE_FIELDS).issuperset(item):
+        return None
+    get = item.get
+    content = get("content")
+    if type(content) is not str or not content or content.isspace() or (
+            len(content) > MAX_CONTENT_CHARS):
+        return None
+    layer = get("layer", _EPISODIC)
+    if type(layer) is not MemoryLayer:
+        layer = _LAYER_BY_VALUE.get(layer) if type(layer) is str else None
+        if layer is None:
+            return None
+    importance = get("importance")
+    if importance is not None and (type(importance) is not float or not (
+            0.0 <= importance <= 1.0)):
+        return None
+    tags = get("tags")
+    tag_tuple: tuple[str, ...] = ()
+    if tags is not None:
+        if type(tags) is not list and type(tags) is not tuple:
+            return None
+        stripped = []
+        for tag in tags:
+            if type(tag) is not str:
+                return None
+            tag = tag.strip()
+            if not tag:
+                return None
+            stripped.append(tag)
+        tag_tuple = tuple(dict.fromkeys(stripped))
+    ttl = get("ttl")
+    if ttl is not None and (type(ttl) is not int or not 0 < ttl < MAX_LOGICAL_TIME):
+        return None
+    flagged = get("flagged", False)
+    source_event = get("source_event")
+    if type(flagged) is not bool or (source_event is not None and type(source_event) is not str):
+        return None
+    pending: PendingRecord = _new_pending(PendingRecord, (
+        content, layer, importance, tag_tuple, None, ttl, flagged, source_event))
+    return pending
+
+
 class Ingestor:
     """Turns validated items into column values; owns the redactor and the importance model."""
 
@@ -180,76 +238,127 @@ class Ingestor:
         self._clean_tags: dict[str, None] = {}
         """Tags known to hold nothing to redact (tags repeat: most are checked once)."""
 
-    def build(
+    def build_many(
         self,
-        item: PendingRecord,
-        key: int,
+        items: Sequence[PendingRecord],
+        first_key: int,
         now: int,
         vocabulary: Vocabulary,
         tags: TagTable,
-        out: NewRecords,
         anchor: int | None = None,
-    ) -> tuple[str, ...]:
-        """Append the column values of a validated item to ``out``; return redaction labels.
+    ) -> tuple[NewRecords, list[tuple[str, ...]]]:
+        """The column values of validated items (keys from ``first_key``) and their labels.
 
         Redaction covers the content, tags, source event and string attributes; importance
-        is the heuristic's when the item has none; ``anchor`` is the recency anchor
-        (default ``now``; a summary takes its sources').
+        is the heuristic's when an item has none; ``anchor`` is the recency anchor (default
+        ``now``; a summary takes its sources'). Every side effect (redaction counts, the
+        vocabulary, tag ids) happens as if the items were built one by one in order; the
+        common parts are done per batch: one redaction gate for all the texts, one
+        vocabulary update when every importance is given, constant columns as repeats.
+
+        Returns:
+            The column values, and each item's redaction labels (in the order content,
+            tags, source event, attributes; ``()`` when nothing was replaced).
         """
-        redact = self.redactor.redact
-        content, labels = redact(item.content)
-        meta = item.metadata
-        tag_tuple = item.tags if meta is None else tuple(
-            dict.fromkeys((*meta.tags, *item.tags)))
-        if tag_tuple:
-            clean = self._clean_tags
-            if not all(t in clean for t in tag_tuple):
-                red_tags = []
-                for t in tag_tuple:
-                    rt, h = redact(t)
-                    red_tags.append(rt)
-                    if h:
-                        labels += h
-                    elif len(clean) < _CLEAN_TAGS_MAX:
-                        clean[t] = None  # nothing to redact in it: skip it next time
-                tag_tuple = tuple(dict.fromkeys(red_tags))
-        source_event = item.source_event
-        if source_event is None and meta is not None:
-            source_event = meta.source_event
-        if source_event is not None:
-            source_event, h = redact(source_event)
-            labels += h
-        flagged = item.flagged or (meta is not None and meta.flagged)
-        status = 0
-        if meta is not None:
-            attrs: dict[str, Any] = {}
-            for k, v in meta.attributes.items():
-                if isinstance(v, str):
-                    v, h = redact(v)
-                    labels += h
-                attrs[k] = v
-            extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social, meta.procedural,
-                                attrs)
-            if not extra.is_empty():
-                out.extras[len(out.keys)] = extra
-                status = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
-        if source_event is not None:
-            out.source_event[len(out.keys)] = source_event
-        if item.importance is None:
-            importance = self.importance.score(content, vocabulary, flagged=flagged)
+        n = len(items)
+        if not n:
+            return NewRecords(), []
+        contents, layers, given, tag_tuples, metas, ttls, flags, sources = zip(*items, strict=True)
+        texts, hit_lists = self.redactor.redact_many(contents)
+        labels: list[tuple[str, ...]] = [()] * n if hit_lists is None else hit_lists
+        simple = metas.count(None) == n
+        out = NewRecords(keys=list(range(first_key, first_key + n)))
+        out.content = texts
+        # Tags: the item's own, after the metadata's; redacted unless known clean.
+        tagset = [0] * n
+        if simple and not any(tag_tuples):
+            pass
         else:
-            importance = item.importance
-            self.importance.observe(content, vocabulary)
-        out.keys.append(key)
-        out.layer.append(item.layer.code)
-        out.importance.append(importance)
-        out.flagged.append(flagged)
-        out.created.append(now)
-        out.anchor.append(now if anchor is None else anchor)
-        out.tokens.append(self.counter.count(content))
-        out.deadline.append(NO_DEADLINE if item.ttl is None else now + item.ttl)
-        out.status.append(status)
-        out.redacted.append(bool(labels))
-        out.tagset.append(tags.intern(tag_tuple) if tag_tuple else 0)
-        out.content.append(content)
-        return tuple(dict.fromkeys(labels)) if labels else ()
+            clean = self._clean_tags
+            interned: dict[tuple[str, ...], int] = {}  # clean tuples seen in this batch
+            intern = tags.intern
+            redact = self.redactor.redact
+            for i in range(n):
+                meta = metas[i]
+                tag_tuple = tag_tuples[i] if meta is None else tuple(
+                    dict.fromkeys((*meta.tags, *tag_tuples[i])))
+                if not tag_tuple:
+                    continue
+                found = interned.get(tag_tuple)
+                if found is None:
+                    if all(t in clean for t in tag_tuple):
+                        found = interned[tag_tuple] = intern(tag_tuple)
+                    else:
+                        red_tags = []
+                        for t in tag_tuple:
+                            rt, h = redact(t)
+                            red_tags.append(rt)
+                            if h:
+                                labels[i] += h
+                            elif len(clean) < _CLEAN_TAGS_MAX:
+                                clean[t] = None  # nothing to redact in it: skip it next time
+                        found = intern(tuple(dict.fromkeys(red_tags)))
+                tagset[i] = found
+        out.tagset = tagset
+        flagged = list(flags)
+        status = [0] * n
+        if not simple or sources.count(None) != n:
+            redact = self.redactor.redact
+            for i in range(n):
+                meta = metas[i]
+                source_event = sources[i]
+                if source_event is None and meta is not None:
+                    source_event = meta.source_event
+                if source_event is not None:
+                    source_event, h = redact(source_event)
+                    labels[i] += h
+                    out.source_event[i] = source_event
+                if meta is None:
+                    continue
+                flagged[i] = flagged[i] or meta.flagged
+                attrs: dict[str, Any] = {}
+                for k, v in meta.attributes.items():
+                    if isinstance(v, str):
+                        v, h = redact(v)
+                        labels[i] += h
+                    attrs[k] = v
+                extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
+                                    meta.procedural, attrs)
+                if not extra.is_empty():
+                    out.extras[i] = extra
+                    status[i] = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
+        out.flagged = flagged
+        out.status = status
+        # Importance: the heuristic's where none was given (the vocabulary in item order).
+        model = self.importance
+        if given.count(None) == 0:
+            model.observe_many(texts, vocabulary)
+            out.importance = list(given)
+        else:
+            importance: list[float] = []
+            for text, value, flag in zip(texts, given, flagged, strict=True):
+                if value is None:
+                    importance.append(model.score(text, vocabulary, flagged=flag))
+                else:
+                    model.observe(text, vocabulary)
+                    importance.append(value)
+            out.importance = importance
+        episodic = MemoryLayer.EPISODIC
+        out.layer = ([episodic.code] * n if layers.count(episodic) == n
+                     else [layer.code for layer in layers])
+        out.created = [now] * n
+        out.anchor = [now if anchor is None else anchor] * n
+        out.deadline = ([NO_DEADLINE] * n if ttls.count(None) == n
+                        else [NO_DEADLINE if ttl is None else now + ttl for ttl in ttls])
+        out.tokens = self._count_tokens(texts)
+        if not any(labels):
+            out.redacted = [False] * n
+            return out, labels
+        out.redacted = [bool(h) for h in labels]
+        return out, [tuple(dict.fromkeys(h)) if h else () for h in labels]
+
+    def _count_tokens(self, texts: Sequence[str]) -> list[int]:
+        counter = self.counter
+        if type(counter) is HeuristicTokenCounter:
+            return counter.count_many(texts)
+        return [counter.count(text) for text in texts]

@@ -181,6 +181,12 @@ class AgentMemory:
         self.next_key += 1
         return key
 
+    def reserve_keys(self, n: int) -> int:
+        """Take the next ``n`` sequence numbers; returns the first."""
+        key = self.next_key
+        self.next_key += n
+        return key
+
     def tags_of(self, slot: int) -> tuple[str, ...]:
         """The tags of the record in ``slot``."""
         return self.tags.get(int(self.tagset[slot]))
@@ -248,67 +254,74 @@ class AgentMemory:
             self.hi += rest
         return slots
 
-    def add_batch(self, new: NewRecords) -> tuple[list[int], list[list[Removed]]]:
+    def add_batch(self, new: NewRecords) -> tuple[list[int], dict[int, list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
 
         Episodic records enter the ring in order; each one that finds the ring full first
         evicts the oldest live episodic record (possibly an earlier one of the same batch).
-        ``evicted[i]`` lists what record ``i`` evicted, so events keep their order.
+        ``evicted[i]`` lists what record ``i`` evicted (only records that evicted are
+        keys), so events keep their order.
+
+        Runtime complexity: O(k) numpy plus amortized O(1) C-level work per record.
         """
-        n = len(new)
+        n = len(new.keys)
         ring = self.ring
-        evicted: list[list[Removed]] = [[] for _ in range(n)] if n > 1 else [[]]
+        layers = new.layer
+        keys = new.keys
+        evicted: dict[int, list[Removed]] = {}
+        all_episodic = layers.count(_EPISODIC) == n
+        episodic = range(n) if all_episodic else [
+            i for i, code in enumerate(layers) if code == _EPISODIC]
         # The j-th episodic record of the batch evicts when live + j >= capacity; old keys go
         # first (before slots are taken, so their slots are reused), then, if the batch
         # alone overflows the ring, its own earliest records (below).
         old_live = ring.live
-        evicting: list[int] = []  # batch positions whose record evicts an old key
-        j = 0
-        for i, code in enumerate(new.layer):
-            if code != _EPISODIC:
-                continue
-            if old_live + j >= ring.capacity:
-                if len(evicting) == old_live:
-                    break
-                evicting.append(i)
-            j += 1
+        first = max(0, ring.capacity - old_live)
+        evicting = episodic[first:first + old_live]
         if len(evicting) == 1:
-            evicted[evicting[0]].append(self.remove(ring.oldest()))
+            evicted[evicting[0]] = [self.remove(ring.oldest())]
         elif evicting:
             for i, gone in zip(evicting, self.remove_oldest(len(evicting)), strict=True):
-                evicted[i].append(gone)
+                evicted[i] = [gone]
+        fresh = self.hi if not self.free else -1  # the slots are hi, hi + 1, ... (no reuse)
         slot_list = self._take_slots(n)
         rev = self.next_rev
         self.next_rev += n
         if n == 1:
             self._store_one(slot_list[0], new, rev)
         else:
-            self._store_columns(slot_list, new, rev)
+            self._store_columns(slot_list, new, rev, fresh)
         self.dirty = True
-        content = self.content
-        slot_of = self.slot_of
-        for i, slot in enumerate(slot_list):
-            content[slot] = new.content[i]
-            slot_of[new.keys[i]] = slot
+        if fresh >= 0:
+            self.content[fresh:fresh + n] = new.content
+        else:
+            content = self.content
+            for slot, text in zip(slot_list, new.content, strict=True):
+                content[slot] = text
+        self.slot_of.update(zip(keys, slot_list, strict=True))
         if self.dedup is not None:
             for i, text in enumerate(new.content):
-                self.dedup[content_fingerprint(new.layer[i], text)] = new.keys[i]
+                self.dedup[content_fingerprint(layers[i], text)] = keys[i]
         for i, text in new.source_event.items():
-            self.source_event[new.keys[i]] = text
+            self.source_event[keys[i]] = text
         for i, extra in new.extras.items():
-            key = new.keys[i]
+            key = keys[i]
             self.extras[key] = extra
             self._index_claim(key, extra, new.status[i])
         if n:
             self.min_deadline = min(self.min_deadline, min(new.deadline))
-            for code, anchor in zip(new.layer, new.anchor, strict=True):
-                if code == _EPISODIC and anchor < self.min_episodic_anchor:
-                    self.min_episodic_anchor = anchor
-        for i, code in enumerate(new.layer):
-            if code == _EPISODIC:
+            if episodic:
+                lowest = min(new.anchor) if all_episodic else min(
+                    new.anchor[i] for i in episodic)
+                if lowest < self.min_episodic_anchor:
+                    self.min_episodic_anchor = lowest
+        if ring.live + len(episodic) <= ring.capacity:  # no record of the batch evicts
+            ring.extend(keys if all_episodic else [keys[i] for i in episodic])
+        else:
+            for i in episodic:
                 if ring.full:
-                    evicted[i].append(self.remove(ring.oldest()))
-                ring.append(new.keys[i])
+                    evicted.setdefault(i, []).append(self.remove(ring.oldest()))
+                ring.append(keys[i])
         return slot_list, evicted
 
     def _store_one(self, slot: int, new: NewRecords, rev: int) -> None:
@@ -330,8 +343,12 @@ class AgentMemory:
         self.rev[slot] = rev
         self.layer_counts[code] += 1
 
-    def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int) -> None:
-        """The columns of a batch: scalar stores for a few records, fancy indexing beyond."""
+    def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
+                       fresh: int = -1) -> None:
+        """The columns of a batch: scalar stores for a few records, slices or fancy indexing.
+
+        A slice serves when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``).
+        """
         n = len(slot_list)
         columns = (
             (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
@@ -340,19 +357,28 @@ class AgentMemory:
             (self.status, new.status), (self.redacted, new.redacted),
             (self.tagset, new.tagset),
         )
-        if n <= 4:  # scalar stores beat fancy indexing for a few records
-            for i, slot in enumerate(slot_list):
-                for column, values in columns:
-                    column[slot] = values[i]
-                self.layer_counts[new.layer[i]] += 1
-            for i, slot in enumerate(slot_list):
-                self.rev[slot] = rev + i
-            index: list[int] | NDArray[np.intp] = slot_list
-        else:
-            index = np.asarray(slot_list, dtype=np.intp)
+        if n <= 6:  # scalar stores beat slices and fancy indexing for a few records
             for column, values in columns:
-                column[index] = values
-            self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
+                for slot, value in zip(slot_list, values, strict=True):
+                    column[slot] = value
+            layer_counts = self.layer_counts
+            for code in new.layer:
+                layer_counts[code] += 1
+            alive, embedded, hashed, revs = self.alive, self.embedded, self.hashed, self.rev
+            for i, slot in enumerate(slot_list):
+                alive[slot] = True
+                embedded[slot] = False
+                hashed[slot] = False
+                revs[slot] = rev + i
+            return
+        index: slice | NDArray[np.intp] = (
+            slice(fresh, fresh + n) if fresh >= 0 else np.asarray(slot_list, dtype=np.intp))
+        for column, values in columns:
+            column[index] = values
+        self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
+        if new.layer.count(_EPISODIC) == n:
+            self.layer_counts[_EPISODIC] += n
+        else:
             self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
                                              minlength=_N_LAYERS)
         self.alive[index] = True
