@@ -13,9 +13,10 @@ __all__ = ["ImportanceModel", "Vocabulary", "boosted_importance"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 _MASK64 = (1 << 64) - 1
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
-_NOT_WORD = str.maketrans({chr(c): " " for c in range(128) if chr(c) not in _WORD_CHARS})
-"""ASCII characters that end a content word, mapped to a space (``str.translate``)."""
+_WORD_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789'"
+_LOWER_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if c in _WORD_BYTES else 32 for c in range(256))
+"""``bytes.translate`` table of ASCII text: upper case to lower, every other character that
+ends a content word to a space (its ``split()`` gives the runs of ``[a-z0-9']``)."""
 
 
 def _word_digest(word: str) -> int:
@@ -118,7 +119,18 @@ class ImportanceModel:
         self._min_len = settings.novelty_min_word_len
 
     def words(self, text: str) -> set[str]:
-        """Distinct lower-cased words of ``text`` with >= ``novelty_min_word_len`` chars."""
+        """Distinct lower-cased words of ``text`` with >= ``novelty_min_word_len`` chars.
+
+        ASCII text is split with one ``bytes.translate`` (the same words as the regex,
+        about twice as fast).
+        """
+        if text.isascii():
+            short = self._min_len
+            return {
+                w.decode()
+                for w in set(text.encode().translate(_LOWER_WORDS).split())
+                if len(w) >= short
+            }
         return set(self._content_word.findall(text.lower()))
 
     def score(self, text: str, vocabulary: Vocabulary, *, flagged: bool = False) -> float:
@@ -154,14 +166,9 @@ class ImportanceModel:
         """The union of :meth:`words` over ``texts``.
 
         Words never span texts: they are joined by a newline, which no word contains, and
-        lower-casing is per character where it matters (ASCII output). An ASCII batch is
-        split by ``str.translate`` instead of the regex (same words, about twice faster).
+        lower-casing is per character where it matters (ASCII output).
         """
-        lowered = "\n".join(texts).lower()
-        if lowered.isascii():
-            short = self._min_len
-            return {w for w in set(lowered.translate(_NOT_WORD).split()) if len(w) >= short}
-        return set(self._content_word.findall(lowered))
+        return self.words("\n".join(texts))
 
 
 def boosted_importance(importance: float, flagged: bool, boost: float) -> float:

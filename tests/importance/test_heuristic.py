@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from f09_memory import MemoryConfig
 from f09_memory.importance import ImportanceModel, Vocabulary, boosted_importance
 
@@ -75,3 +80,13 @@ def test_words_of_all_is_the_union_of_each_text_words() -> None:
     texts = ["Alpha beta's gamma-delta", "ÉCOLE naïve Σίσυφος", "x\ny zz www 1234"]
     assert set().union(*(m.words(t) for t in texts)) == m.words_of_all(texts)
     assert set().union(*(m.words(t) for t in texts[:1])) == m.words_of_all(texts[:1])
+
+
+ALPHABET = "aZ9' \n\t-.!,_\u0130\u212a\u03a3\u03c3\u00e90\x85\u2003"
+
+
+@given(st.text(alphabet=st.sampled_from(ALPHABET), max_size=60), st.integers(1, 6))
+def test_words_are_the_regex_runs_of_the_lowered_text(text: str, min_len: int) -> None:
+    settings = MemoryConfig().importance.model_copy(update={"novelty_min_word_len": min_len})
+    m = ImportanceModel(settings)
+    assert set(re.findall(rf"[a-z0-9']{{{min_len},}}", text.lower())) == m.words(text)
