@@ -30,6 +30,7 @@ from f09_memory.errors import (
     RecordNotFoundError,
 )
 from f09_memory.ingestion.pipeline import (
+    MAX_AGENT_ID_LEN,
     Ingestor,
     PendingRecord,
     simple_pending,
@@ -186,18 +187,24 @@ class Writer:
                events: list[Any], anchor: int | None, window: int) -> list[list[int]]:
         state = self.state
         tags = state.store.tags
-        build = self.ingestor.build_many
-        report_updated = self.wants(RecordUpdated.name)
+        vocabulary = state.vocabulary
         added = []
         results: list[list[int]] = []
-        for am, items in groups:
-            placed: list[int] | None = None
+        if not window:  # the groups' column values in one pass (the ingestor reads no store)
+            built = self.ingestor.build_groups(
+                [(items, am.reserve_keys(len(items)), vocabulary(am.agent_id))
+                 for am, items in groups], now, tags, anchor)
+            for (am, _), (new, labels) in zip(groups, built, strict=True):
+                results.append(new.keys)
+                slots, evicted = am.add_batch(new)
+                added.append((am, new, slots, evicted, labels))
+        report_updated = window and self.wants(RecordUpdated.name)
+        for am, items in groups if window else ():  # dedup reads the store: group by group
+            placed: list[int] = []
             repeats: list[int] = []
-            if window:
-                placed = []
-                items = self._dedup(am, items, now, window, placed, repeats, events)
-            new, labels = build(items, am.reserve_keys(len(items)), now,
-                                state.vocabulary(am.agent_id), tags, anchor)
+            items = self._dedup(am, items, now, window, placed, repeats, events)
+            new, labels = self.ingestor.build_many(
+                items, am.reserve_keys(len(items)), now, vocabulary(am.agent_id), tags, anchor)
             for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
                 for _ in range(times):
                     new.importance[i] = reinforced(new.importance[i],
@@ -206,8 +213,7 @@ class Writer:
                         events.append(RecordUpdated(
                             id=am.id_of(new.keys[i]), fields=("importance", "recency_anchor"),
                             reason="dedup"))
-            results.append(new.keys if placed is None else
-                           [new.keys[-k - 1] if k < 0 else k for k in placed])
+            results.append([new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
             capped: list[Removed] = []
             self._hold_caps(am, now, capped)
@@ -473,33 +479,43 @@ class Writer:
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputInvalidError("items must be a list of mappings, each with 'agent_id' "
                                     "and 'content'", details={"field": "items"})
-        groups: dict[str, list[tuple[int, PendingRecord]]] = {}
+        groups: dict[str, list[PendingRecord]] = {}
+        positions: dict[str, list[int]] = {}
         n = 0
         for i, raw in enumerate(items):
             n += 1
-            try:
-                if not isinstance(raw, Mapping):
-                    raise InputInvalidError(
-                        "item must be a mapping with 'agent_id' and 'content'",
-                        details={"field": "item"})
-                body = dict(raw)
-                agent_id = validate_agent_id(body.pop("agent_id", None))
-                pending = validate_mapping(body)
-            except MemoryEngineError as exc:
-                raise _indexed(exc, i) from None
-            groups.setdefault(agent_id, []).append((i, pending))
+            pending = simple_pending(raw, True)
+            agent_id = raw.get("agent_id") if pending is not None else None
+            if pending is None or type(agent_id) is not str or not agent_id or (
+                    len(agent_id) > MAX_AGENT_ID_LEN):
+                try:
+                    if not isinstance(raw, Mapping):
+                        raise InputInvalidError(
+                            "item must be a mapping with 'agent_id' and 'content'",
+                            details={"field": "item"})
+                    body = dict(raw)
+                    agent_id = validate_agent_id(body.pop("agent_id", None))
+                    pending = validate_mapping(body)
+                except MemoryEngineError as exc:
+                    raise _indexed(exc, i) from None
+            group = groups.get(agent_id)
+            if group is None:
+                group = groups[agent_id] = []
+                positions[agent_id] = []
+            group.append(pending)
+            positions[agent_id].append(i)
         store = self.state.store
-        for agent_id in sorted(groups):
-            self.check_capacity(store.get(agent_id), agent_id, [p for _, p in groups[agent_id]])
+        order = sorted(groups)
+        for agent_id in order:
+            self.check_capacity(store.get(agent_id), agent_id, groups[agent_id])
         ids: list[str] = [""] * n
         events: list[Any] = []
-        order = sorted(groups)
         ams = [store.get_or_create(agent_id) for agent_id in order]
-        stored = self.store_groups(
-            [(am, [p for _, p in groups[am.agent_id]]) for am in ams], now, events)
+        stored = self.store_groups([(am, groups[am.agent_id]) for am in ams], now, events)
         for am, keys in zip(ams, stored, strict=True):
-            for (i, _), key in zip(groups[am.agent_id], keys, strict=True):
-                ids[i] = am.id_of(key)
+            agent_id = am.agent_id
+            for i, key in zip(positions[agent_id], keys, strict=True):
+                ids[i] = f"{agent_id}:{key:010d}"
         self.publish(events)
         return IngestedRecords(self.reader, ids)
 

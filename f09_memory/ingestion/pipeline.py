@@ -8,6 +8,8 @@ token estimate, heuristic importance when none was given. No record object is bu
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
@@ -247,115 +249,173 @@ class Ingestor:
         tags: TagTable,
         anchor: int | None = None,
     ) -> tuple[NewRecords, list[tuple[str, ...]]]:
-        """The column values of validated items (keys from ``first_key``) and their labels.
+        """:meth:`build_groups` of one agent's items."""
+        return self.build_groups([(items, first_key, vocabulary)], now, tags, anchor)[0]
 
-        Redaction covers the content, tags, source event and string attributes; importance
-        is the heuristic's when an item has none; ``anchor`` is the recency anchor (default
-        ``now``; a summary takes its sources'). Every side effect (redaction counts, the
-        vocabulary, tag ids) happens as if the items were built one by one in order; the
-        common parts are done per batch: one redaction gate for all the texts, one
-        vocabulary update when every importance is given, constant columns as repeats.
+    def build_groups(
+        self,
+        groups: Sequence[tuple[Sequence[PendingRecord], int, Vocabulary]],
+        now: int,
+        tags: TagTable,
+        anchor: int | None = None,
+    ) -> list[tuple[NewRecords, list[tuple[str, ...]]]]:
+        """The column values of validated items and their redaction labels, per group.
+
+        A group is one agent's items, the first of the keys reserved for them and the
+        agent's vocabulary. Redaction covers the content, tags, source event and string
+        attributes; importance is the heuristic's when an item has none; ``anchor`` is the
+        recency anchor (default ``now``; a summary takes its sources').
+
+        Every side effect (redaction counts, each vocabulary, tag ids) happens as if the
+        items were built one by one, group after group; the common parts run once for all
+        the groups: one redaction gate, one token estimate, constant columns as repeats;
+        a vocabulary takes its group's words at once when every importance is given.
 
         Returns:
-            The column values, and each item's redaction labels (in the order content,
-            tags, source event, attributes; ``()`` when nothing was replaced).
+            Per group, the column values and each item's redaction labels (in the order
+            content, tags, source event, attributes; ``()`` when nothing was replaced).
         """
-        n = len(items)
+        flat = [item for items, _, _ in groups for item in items]
+        n = len(flat)
         if not n:
-            return NewRecords(), []
-        contents, layers, given, tag_tuples, metas, ttls, flags, sources = zip(*items, strict=True)
+            return [(NewRecords(), []) for _ in groups]
+        contents, layers, given, tag_tuples, metas, ttls, flags, sources = zip(*flat, strict=True)
         texts, hit_lists = self.redactor.redact_many(contents)
         labels: list[tuple[str, ...]] = [()] * n if hit_lists is None else hit_lists
         simple = metas.count(None) == n
-        out = NewRecords(keys=list(range(first_key, first_key + n)))
-        out.content = texts
-        # Tags: the item's own, after the metadata's; redacted unless known clean.
-        tagset = [0] * n
-        if simple and not any(tag_tuples):
-            pass
-        else:
-            clean = self._clean_tags
-            interned: dict[tuple[str, ...], int] = {}  # clean tuples seen in this batch
-            intern = tags.intern
-            redact = self.redactor.redact
-            for i in range(n):
-                meta = metas[i]
-                tag_tuple = tag_tuples[i] if meta is None else tuple(
-                    dict.fromkeys((*meta.tags, *tag_tuples[i])))
-                if not tag_tuple:
-                    continue
-                found = interned.get(tag_tuple)
-                if found is None:
-                    if all(t in clean for t in tag_tuple):
-                        found = interned[tag_tuple] = intern(tag_tuple)
-                    else:
-                        red_tags = []
-                        for t in tag_tuple:
-                            rt, h = redact(t)
-                            red_tags.append(rt)
-                            if h:
-                                labels[i] += h
-                            elif len(clean) < _CLEAN_TAGS_MAX:
-                                clean[t] = None  # nothing to redact in it: skip it next time
-                        found = intern(tuple(dict.fromkeys(red_tags)))
-                tagset[i] = found
-        out.tagset = tagset
+        tagset = [0] * n if simple and not any(tag_tuples) else self._tag_ids(
+            tag_tuples, metas, labels, tags)
         flagged = list(flags)
         status = [0] * n
+        source_events: dict[int, str] = {}
+        extras: dict[int, RecordExtra] = {}
         if not simple or sources.count(None) != n:
-            redact = self.redactor.redact
-            for i in range(n):
-                meta = metas[i]
-                source_event = sources[i]
-                if source_event is None and meta is not None:
-                    source_event = meta.source_event
-                if source_event is not None:
-                    source_event, h = redact(source_event)
-                    labels[i] += h
-                    out.source_event[i] = source_event
-                if meta is None:
-                    continue
-                flagged[i] = flagged[i] or meta.flagged
-                attrs: dict[str, Any] = {}
-                for k, v in meta.attributes.items():
-                    if isinstance(v, str):
-                        v, h = redact(v)
-                        labels[i] += h
-                    attrs[k] = v
-                extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
-                                    meta.procedural, attrs)
-                if not extra.is_empty():
-                    out.extras[i] = extra
-                    status[i] = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
-        out.flagged = flagged
-        out.status = status
-        # Importance: the heuristic's where none was given (the vocabulary in item order).
+            self._sparse(metas, sources, labels, flagged, status, source_events, extras)
+        # Importance: the heuristic's where none was given (each vocabulary in item order).
         model = self.importance
+        importance: list[float]
         if given.count(None) == 0:
-            model.observe_many(texts, vocabulary)
-            out.importance = list(given)
+            importance = list(given)
+            row = 0
+            for items, _, vocabulary in groups:
+                model.observe_many(texts[row:row + len(items)], vocabulary)
+                row += len(items)
         else:
-            importance: list[float] = []
-            for text, value, flag in zip(texts, given, flagged, strict=True):
-                if value is None:
-                    importance.append(model.score(text, vocabulary, flagged=flag))
-                else:
-                    model.observe(text, vocabulary)
-                    importance.append(value)
-            out.importance = importance
+            importance = []
+            row = 0
+            for items, _, vocabulary in groups:
+                for i in range(row, row + len(items)):
+                    value = given[i]
+                    if value is None:
+                        importance.append(model.score(texts[i], vocabulary, flagged=flagged[i]))
+                    else:
+                        model.observe(texts[i], vocabulary)
+                        importance.append(value)
+                row += len(items)
         episodic = MemoryLayer.EPISODIC
-        out.layer = ([episodic.code] * n if layers.count(episodic) == n
-                     else [layer.code for layer in layers])
-        out.created = [now] * n
-        out.anchor = [now if anchor is None else anchor] * n
-        out.deadline = ([NO_DEADLINE] * n if ttls.count(None) == n
-                        else [NO_DEADLINE if ttl is None else now + ttl for ttl in ttls])
-        out.tokens = self._count_tokens(texts)
-        if not any(labels):
-            out.redacted = [False] * n
-            return out, labels
-        out.redacted = [bool(h) for h in labels]
-        return out, [tuple(dict.fromkeys(h)) if h else () for h in labels]
+        codes = ([episodic.code] * n if layers.count(episodic) == n
+                 else [layer.code for layer in layers])
+        deadline = ([NO_DEADLINE] * n if ttls.count(None) == n
+                    else [NO_DEADLINE if ttl is None else now + ttl for ttl in ttls])
+        tokens = self._count_tokens(texts)
+        if any(labels):
+            redacted = [bool(h) for h in labels]
+            labels = [tuple(dict.fromkeys(h)) if h else () for h in labels]
+        else:
+            redacted = [False] * n
+        anchor = now if anchor is None else anchor
+        if len(groups) == 1:
+            first_key = groups[0][1]
+            return [(NewRecords(
+                list(range(first_key, first_key + n)), codes, importance, flagged, [now] * n,
+                [anchor] * n, tokens, deadline, status, redacted, tagset, texts,
+                source_events, extras), labels)]
+        out: list[tuple[NewRecords, list[tuple[str, ...]]]] = []
+        row = 0
+        for items, first_key, _ in groups:
+            k = len(items)
+            end = row + k
+            out.append((NewRecords(
+                list(range(first_key, first_key + k)), codes[row:end], importance[row:end],
+                flagged[row:end], [now] * k, [anchor] * k, tokens[row:end], deadline[row:end],
+                status[row:end], redacted[row:end], tagset[row:end], texts[row:end]),
+                labels[row:end]))
+            row = end
+        if source_events or extras:  # by position in the batch, as NewRecords keeps them
+            starts = list(itertools.accumulate((len(items) for items, _, _ in groups),
+                                               initial=0))
+            for sparse, name in ((source_events, "source_event"), (extras, "extras")):
+                for i, value in sparse.items():
+                    g = bisect.bisect_right(starts, i) - 1
+                    getattr(out[g][0], name)[i - starts[g]] = value
+        return out
+
+    def _tag_ids(self, tag_tuples: Sequence[tuple[str, ...]],
+                 metas: Sequence[RecordMetadata | None], labels: list[tuple[str, ...]],
+                 tags: TagTable) -> list[int]:
+        """Each item's tag tuple id, interned in item order.
+
+        A tuple is the metadata's tags then the item's own, redacted unless known clean;
+        ``labels`` receive the tags' redaction labels.
+        """
+        clean = self._clean_tags
+        interned: dict[tuple[str, ...], int] = {}  # clean tuples seen in this batch
+        intern = tags.intern
+        redact = self.redactor.redact
+        tagset = [0] * len(tag_tuples)
+        for i, meta in enumerate(metas):
+            tag_tuple = tag_tuples[i] if meta is None else tuple(
+                dict.fromkeys((*meta.tags, *tag_tuples[i])))
+            if not tag_tuple:
+                continue
+            found = interned.get(tag_tuple)
+            if found is None:
+                if all(t in clean for t in tag_tuple):
+                    found = interned[tag_tuple] = intern(tag_tuple)
+                else:
+                    red_tags = []
+                    for t in tag_tuple:
+                        rt, h = redact(t)
+                        red_tags.append(rt)
+                        if h:
+                            labels[i] += h
+                        elif len(clean) < _CLEAN_TAGS_MAX:
+                            clean[t] = None  # nothing to redact in it: skip it next time
+                    found = intern(tuple(dict.fromkeys(red_tags)))
+            tagset[i] = found
+        return tagset
+
+    def _sparse(self, metas: Sequence[RecordMetadata | None], sources: Sequence[str | None],
+                labels: list[tuple[str, ...]], flagged: list[bool], status: list[int],
+                source_events: dict[int, str], extras: dict[int, RecordExtra]) -> None:
+        """The sparse parts of the items, by position.
+
+        Redacted source events, metadata extras (string attributes redacted), the
+        metadata's flag and claim status.
+        """
+        redact = self.redactor.redact
+        for i, meta in enumerate(metas):
+            source_event = sources[i]
+            if source_event is None and meta is not None:
+                source_event = meta.source_event
+            if source_event is not None:
+                source_event, h = redact(source_event)
+                labels[i] += h
+                source_events[i] = source_event
+            if meta is None:
+                continue
+            flagged[i] = flagged[i] or meta.flagged
+            attrs: dict[str, Any] = {}
+            for k, v in meta.attributes.items():
+                if isinstance(v, str):
+                    v, h = redact(v)
+                    labels[i] += h
+                attrs[k] = v
+            extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
+                                meta.procedural, attrs)
+            if not extra.is_empty():
+                extras[i] = extra
+                status[i] = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
 
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         counter = self.counter

@@ -337,19 +337,50 @@ class AgentMemory:
         self.status[slot] = new.status[0]
         self.redacted[slot] = new.redacted[0]
         self.tagset[slot] = new.tagset[0]
-        self.alive[slot] = True
-        self.embedded[slot] = False
-        self.hashed[slot] = False
+        self.alive[slot] = True  # embedded and hashed are clear in a free slot
         self.rev[slot] = rev
         self.layer_counts[code] += 1
 
     def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
                        fresh: int = -1) -> None:
-        """The columns of a batch: scalar stores for a few records, slices or fancy indexing.
+        """The columns of a batch: slices, scalar stores or fancy indexing.
 
-        A slice serves when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``).
+        Slices serve when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``); scalar
+        stores beat fancy indexing for a few reused slots. A slot that holds no record has
+        its ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
+        ``_check``), so they are not written.
         """
         n = len(slot_list)
+        layer_counts = self.layer_counts
+        if new.layer.count(_EPISODIC) == n:
+            layer_counts[_EPISODIC] += n
+        else:
+            layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
+                                        minlength=_N_LAYERS)
+        if fresh < 0 and n <= 8:  # scalar stores beat fancy indexing for a few records
+            key, layer, importance, flagged = self.key, self.layer, self.importance, self.flagged
+            created, anchor, tokens = self.created, self.anchor, self.tokens
+            deadline, status, redacted = self.deadline, self.status, self.redacted
+            tagset, alive, revs = self.tagset, self.alive, self.rev
+            for slot, k, code, imp, flag, made, anc, tok, due, st, red, ts in zip(
+                    slot_list, new.keys, new.layer, new.importance, new.flagged, new.created,
+                    new.anchor, new.tokens, new.deadline, new.status, new.redacted, new.tagset,
+                    strict=True):
+                key[slot] = k
+                layer[slot] = code
+                importance[slot] = imp
+                flagged[slot] = flag
+                created[slot] = made
+                anchor[slot] = anc
+                tokens[slot] = tok
+                deadline[slot] = due
+                status[slot] = st
+                redacted[slot] = red
+                tagset[slot] = ts
+                alive[slot] = True
+                revs[slot] = rev
+                rev += 1
+            return
         columns = (
             (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
             (self.flagged, new.flagged), (self.created, new.created), (self.anchor, new.anchor),
@@ -357,33 +388,12 @@ class AgentMemory:
             (self.status, new.status), (self.redacted, new.redacted),
             (self.tagset, new.tagset),
         )
-        if n <= 6:  # scalar stores beat slices and fancy indexing for a few records
-            for column, values in columns:
-                for slot, value in zip(slot_list, values, strict=True):
-                    column[slot] = value
-            layer_counts = self.layer_counts
-            for code in new.layer:
-                layer_counts[code] += 1
-            alive, embedded, hashed, revs = self.alive, self.embedded, self.hashed, self.rev
-            for i, slot in enumerate(slot_list):
-                alive[slot] = True
-                embedded[slot] = False
-                hashed[slot] = False
-                revs[slot] = rev + i
-            return
         index: slice | NDArray[np.intp] = (
             slice(fresh, fresh + n) if fresh >= 0 else np.asarray(slot_list, dtype=np.intp))
         for column, values in columns:
             column[index] = values
         self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
-        if new.layer.count(_EPISODIC) == n:
-            self.layer_counts[_EPISODIC] += n
-        else:
-            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
-                                             minlength=_N_LAYERS)
         self.alive[index] = True
-        self.embedded[index] = False
-        self.hashed[index] = False
 
     def _index_claim(self, key: int, extra: RecordExtra, status: int) -> None:
         claim = extra.attributes.get("claimKey")
@@ -567,6 +577,7 @@ class AgentMemory:
         alive = self.alive[:hi]
         assert int(alive.sum()) == len(self.slot_of), "alive column disagrees with slot map"
         assert not self.alive[hi:].any(), "live slot above the high-water mark"
+        assert not (self.embedded[hi:].any() or self.hashed[hi:].any()), "flag set above hi"
         assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
         assert not (self.hashed[:hi] & ~alive).any(), "a dead slot is marked hashed"
         if self.index is not None:
