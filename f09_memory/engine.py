@@ -261,9 +261,7 @@ class MemoryEngine(Journaled):
         t = self._time(now)
         item = validate_item(content, layer, importance, tags, metadata, ttl, flagged,
                              source_event)
-        am, (key,) = self._writer.ingest_keys(agent_id, (item,), t)
-        assert am is not None
-        return self._reader.build(am, am.slot_of[key])
+        return self._reader.build(*self._writer.ingest_one(agent_id, item, t))
 
     @journaled
     def ingest_many(

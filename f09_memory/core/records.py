@@ -28,6 +28,8 @@ from f09_memory.store.store import MemoryStore, split_record_id
 __all__ = ["IngestedRecords", "RecordReader"]
 
 _EMPTY_META = RecordMetadata()
+_METAS_MAX = 4096
+"""Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
 
 
 class RecordReader:
@@ -46,6 +48,7 @@ class RecordReader:
         self._capacity = capacity
         self._cache: dict[str, dict[int, MemoryRecord]] = {}
         self._cached = 0
+        self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
 
     def clear(self) -> None:
         """Drop every cached object (the embedder changed, or the store was replaced)."""
@@ -62,7 +65,9 @@ class RecordReader:
 
     def build(self, am: AgentMemory, slot: int) -> MemoryRecord:
         """The record in ``slot`` of ``am`` as a ``MemoryRecord``. O(1)."""
-        cache = self._agent_cache(am.agent_id)
+        cache = self._cache.get(am.agent_id)
+        if cache is None or self._cached >= self._capacity:
+            cache = self._agent_cache(am.agent_id)
         rev = am.rev.item(slot)
         hit = cache.get(rev)
         if hit is None:
@@ -72,14 +77,26 @@ class RecordReader:
             self._cached += 1
         return hit
 
-    @staticmethod
-    def _make(am: AgentMemory, slot: int, key: int, version: str | None) -> MemoryRecord:
+    def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
+        """The metadata of a record without sparse parts (shared: models are frozen)."""
+        if not tags and not flagged:
+            return _EMPTY_META
+        found = self._metas.get((tags, flagged))
+        if found is None:
+            if len(self._metas) >= _METAS_MAX:
+                self._metas.clear()
+            found = self._metas[(tags, flagged)] = trusted(RecordMetadata, {
+                "tags": tags, "source_event": None, "source_ref_ids": (), "spatial": None,
+                "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
+        return found
+
+    def _make(self, am: AgentMemory, slot: int, key: int, version: str | None) -> MemoryRecord:
         tags = am.tags.get(am.tagset.item(slot))
         flagged = am.flagged.item(slot)
         source = am.source_event.get(key)
         extra = am.extras.get(key)
-        if extra is None and not tags and not flagged and source is None:
-            meta = _EMPTY_META
+        if extra is None and source is None:
+            meta = self._metadata(tags, flagged)
         else:
             meta = trusted(RecordMetadata, {
                 "tags": tags,

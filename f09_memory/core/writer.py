@@ -449,6 +449,45 @@ class Writer:
         am, keys = self.ingest_keys(agent_id, pending, now)
         return [] if am is None else [am.id_of(k) for k in keys]
 
+    def ingest_one(self, agent_id: str, item: PendingRecord,
+                   now: int) -> tuple[AgentMemory, int]:
+        """:meth:`ingest_keys` of one validated item; returns its agent memory and slot.
+
+        The common item (no metadata, no source event, no dedup window, no embedder) is
+        stored by scalar stores, with no per-batch structure built.
+        """
+        state = self.state
+        if item.metadata is not None or item.source_event is not None or (
+                state.config.dedup_window_ms or self.semantic.available):
+            am, (key,) = self.ingest_keys(agent_id, (item,), now)
+            assert am is not None
+            return am, am.slot_of[key]
+        store = state.store
+        am = store.get(agent_id)
+        if am is None or am.live >= state.config.max_records_per_agent:
+            self.check_capacity(am, agent_id, (item,))
+            am = store.get_or_create(agent_id)
+        content, importance, tokens, deadline, tag_id, labels = self.ingestor.build_one(
+            item, now, state.vocabulary(agent_id), store.tags)
+        key = am.reserve_key()
+        slot, evicted = am.add_one(key, item.layer.code, importance, item.flagged, now, tokens,
+                                   deadline, tag_id, bool(labels), content)
+        wants = self.bus.wants
+        if logger.isEnabledFor(logging.DEBUG) or wants(RecordCreated.name) or (
+                evicted is not None and wants(RecordExpired.name)) or (
+                labels and wants(RecordRedacted.name)):
+            events: list[Any] = []
+            if evicted is not None and self.wants(RecordExpired.name):
+                events.append(RecordExpired(id=evicted.id, layer=evicted.layer.value,
+                                            reason="overflow"))
+            if self.wants(RecordCreated.name):
+                events.append(RecordCreated(id=am.id_of(key), layer=item.layer.value,
+                                            agent_id=agent_id, importance=importance))
+            if labels and self.wants(RecordRedacted.name):
+                events.append(RecordRedacted(id=am.id_of(key), patterns=labels))
+            self.publish(events)
+        return am, slot
+
     def ingest_keys(self, agent_id: str, pending: Sequence[PendingRecord],
                     now: int) -> tuple[AgentMemory | None, list[int]]:
         """:meth:`ingest_items`, returning the agent's memory and the new records' keys."""

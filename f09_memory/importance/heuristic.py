@@ -125,12 +125,9 @@ class ImportanceModel:
         about twice as fast).
         """
         if text.isascii():
+            words = set(text.encode().translate(_LOWER_WORDS).decode().split())
             short = self._min_len
-            return {
-                w.decode()
-                for w in set(text.encode().translate(_LOWER_WORDS).split())
-                if len(w) >= short
-            }
+            return words if short <= 1 else {w for w in words if len(w) >= short}
         return set(self._content_word.findall(text.lower()))
 
     def score(self, text: str, vocabulary: Vocabulary, *, flagged: bool = False) -> float:

@@ -350,6 +350,35 @@ class Ingestor:
                     getattr(out[g][0], name)[i - starts[g]] = value
         return out
 
+    def build_one(self, item: PendingRecord, now: int, vocabulary: Vocabulary,
+                  tags: TagTable) -> tuple[str, float, int, int, int, tuple[str, ...]]:
+        """:meth:`build_many` of one item without sparse parts (no metadata, no source event).
+
+        Returns:
+            ``(content, importance, tokens, deadline, tag id, labels)``: the other columns
+            are the item's own (layer, flagged) or constants (created and anchor ``now``,
+            status active, redacted when ``labels`` is not empty).
+        """
+        content, hits = self.redactor.redact(item.content)
+        tag_tuple = item.tags
+        tag_id = 0
+        if tag_tuple:
+            if all(map(self._clean_tags.__contains__, tag_tuple)):
+                tag_id = tags.intern(tag_tuple)
+            else:
+                labels = [hits]
+                tag_id = self._tag_ids((tag_tuple,), (None,), labels, tags)[0]
+                hits = labels[0]
+        if item.importance is None:
+            importance = self.importance.score(content, vocabulary, flagged=item.flagged)
+        else:
+            importance = item.importance
+            self.importance.observe(content, vocabulary)
+        ttl = item.ttl
+        return (content, importance, self.counter.count(content),
+                NO_DEADLINE if ttl is None else now + ttl, tag_id,
+                tuple(dict.fromkeys(hits)) if hits else ())
+
     def _tag_ids(self, tag_tuples: Sequence[tuple[str, ...]],
                  metas: Sequence[RecordMetadata | None], labels: list[tuple[str, ...]],
                  tags: TagTable) -> list[int]:
@@ -370,7 +399,7 @@ class Ingestor:
                 continue
             found = interned.get(tag_tuple)
             if found is None:
-                if all(t in clean for t in tag_tuple):
+                if all(map(clean.__contains__, tag_tuple)):
                     found = interned[tag_tuple] = intern(tag_tuple)
                 else:
                     red_tags = []

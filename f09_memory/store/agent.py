@@ -49,6 +49,7 @@ from f09_memory.store.tags import TagTable
 __all__ = ["AgentMemory"]
 
 _EPISODIC = MemoryLayer.EPISODIC.code
+_new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
 _N_LAYERS = len(LAYERS_BY_CODE)
 
 
@@ -324,6 +325,53 @@ class AgentMemory:
                 ring.append(keys[i])
         return slot_list, evicted
 
+    def add_one(self, key: int, layer: int, importance: float, flagged: bool, now: int,
+                tokens: int, deadline: int, tagset: int, redacted: bool,
+                content: str) -> tuple[int, Removed | None]:
+        """:meth:`add_batch` of one record without sparse parts; returns its slot and eviction.
+
+        Created and anchor are ``now``, the status active; the eviction is the record a
+        full ring gave up for it, if any.
+
+        Runtime complexity: O(1) amortized.
+        """
+        ring = self.ring
+        episodic = layer == _EPISODIC
+        evicted = self.remove(ring.oldest()) if episodic and ring.live >= ring.capacity else None
+        if self.free:
+            slot = self.free.pop()
+        else:
+            slot = self.hi
+            self.ensure_capacity(slot + 1)
+            self.hi = slot + 1
+        self.key[slot] = key
+        self.layer[slot] = layer
+        self.importance[slot] = importance
+        self.flagged[slot] = flagged
+        self.created[slot] = now
+        self.anchor[slot] = now
+        self.tokens[slot] = tokens
+        self.deadline[slot] = deadline
+        self.status[slot] = 0
+        self.redacted[slot] = redacted
+        self.tagset[slot] = tagset
+        self.alive[slot] = True  # embedded and hashed are clear in a free slot
+        self.rev[slot] = self.next_rev
+        self.next_rev += 1
+        self.layer_counts[layer] += 1
+        self.dirty = True
+        self.content[slot] = content
+        self.slot_of[key] = slot
+        if self.dedup is not None:
+            self.dedup[content_fingerprint(layer, content)] = key
+        if deadline < self.min_deadline:
+            self.min_deadline = deadline
+        if episodic:
+            if now < self.min_episodic_anchor:
+                self.min_episodic_anchor = now
+            ring.append(key)
+        return slot, evicted
+
     def _store_one(self, slot: int, new: NewRecords, rev: int) -> None:
         """The columns of a one-record batch: plain scalar stores (the single-ingest path)."""
         self.key[slot] = new.keys[0]
@@ -404,7 +452,7 @@ class AgentMemory:
                 del self.claims[claim]
 
     def _unhash(self, slot: int) -> None:
-        if self.hashed[slot]:
+        if self.hashed.item(slot):
             value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
             self.digest_sum = (self.digest_sum - value) & MASK128
             self.hashed[slot] = False
@@ -421,14 +469,14 @@ class AgentMemory:
             claim = extra.attributes.get("claimKey")
             if isinstance(claim, str) and self.claims.get(claim) == key:
                 del self.claims[claim]
-        code = int(self.layer[slot])
+        code = self.layer.item(slot)
         if code == _EPISODIC:
             self.ring.discard(key)
         if self.dedup is not None:
             self._forget_fingerprint(slot, key)
         self._unhash(slot)
         self.alive[slot] = False
-        if self.embedded[slot]:
+        if self.embedded.item(slot):
             self.embedded[slot] = False
             gone = np.array([key], dtype=np.int64)
             for index in (self.index, self.index_build):
@@ -437,7 +485,8 @@ class AgentMemory:
         self.content[slot] = None
         self.layer_counts[code] -= 1
         self.free.append(slot)
-        return Removed(self.agent_id, LAYERS_BY_CODE[code], key)
+        removed: Removed = _new_tuple(Removed, (self.agent_id, LAYERS_BY_CODE[code], key))
+        return removed
 
     def remove_oldest(self, count: int) -> list[Removed]:
         """Remove the ``count`` oldest live episodic records in one pass, oldest first.
