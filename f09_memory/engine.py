@@ -280,8 +280,7 @@ class MemoryEngine(Journaled):
         """
         agent_id = validate_agent_id(agent_id)
         t = self._time(now)
-        ids = self._writer.ingest_items(agent_id, self._writer.validate_items(items), t)
-        return IngestedRecords(self._reader, ids)
+        return self._writer.ingest_records(agent_id, self._writer.validate_items(items), t)
 
     @journaled
     def ingest_batch(

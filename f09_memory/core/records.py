@@ -174,24 +174,47 @@ class RecordReader:
 class IngestedRecords(Sequence[MemoryRecord]):
     """What ``ingest_many`` / ``ingest_batch`` return: the new records, built on access.
 
-    ``ids`` costs nothing; indexing builds the record from the store. A record that has
-    left the store since (evicted, expired, summarized, forgotten) raises
+    ``ids`` are formatted on first use; indexing builds the record from the store. A record
+    that has left the store since (evicted, expired, summarized, forgotten) raises
     ``RecordNotFoundError`` on access: read what you need right after ingesting.
     """
 
-    __slots__ = ("_ids", "_reader")
+    __slots__ = ("_count", "_ids", "_make_ids", "_reader")
 
     def __init__(self, reader: RecordReader, ids: list[str]) -> None:
         self._reader = reader
-        self._ids = ids
+        self._ids: list[str] | None = ids
+        self._make_ids: Callable[[], list[str]] | None = None
+        self._count = len(ids)
+
+    @classmethod
+    def deferred(cls, reader: RecordReader, count: int,
+                 make_ids: Callable[[], list[str]]) -> IngestedRecords:
+        """The records whose ``count`` ids ``make_ids`` formats when first needed.
+
+        ``make_ids`` must depend only on what it captured at ingest (agent ids and keys).
+        """
+        records = cls(reader, [])
+        records._ids = None
+        records._make_ids = make_ids
+        records._count = count
+        return records
+
+    def _all(self) -> list[str]:
+        ids = self._ids
+        if ids is None:
+            assert self._make_ids is not None
+            ids = self._ids = self._make_ids()
+            self._make_ids = None
+        return ids
 
     @property
     def ids(self) -> list[str]:
         """The new records' ids, in input order."""
-        return list(self._ids)
+        return list(self._all())
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> MemoryRecord: ...
@@ -201,16 +224,16 @@ class IngestedRecords(Sequence[MemoryRecord]):
 
     def __getitem__(self, index: int | slice) -> MemoryRecord | list[MemoryRecord]:
         if isinstance(index, slice):
-            return [self._reader.get(i) for i in self._ids[index]]
-        return self._reader.get(self._ids[index])
+            return [self._reader.get(i) for i in self._all()[index]]
+        return self._reader.get(self._all()[index])
 
     def __iter__(self) -> Iterator[MemoryRecord]:
         get = self._reader.get
-        return (get(i) for i in self._ids)
+        return (get(i) for i in self._all())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, IngestedRecords):
-            return self._ids == other._ids
+            return self._all() == other._all()
         if isinstance(other, list):
             return list(self) == other
         return NotImplemented
@@ -218,4 +241,4 @@ class IngestedRecords(Sequence[MemoryRecord]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"IngestedRecords({self._ids!r})"
+        return f"IngestedRecords({self._all()!r})"

@@ -449,6 +449,13 @@ class Writer:
         am, keys = self.ingest_keys(agent_id, pending, now)
         return [] if am is None else [am.id_of(k) for k in keys]
 
+    def ingest_records(self, agent_id: str, pending: Sequence[PendingRecord],
+                       now: int) -> IngestedRecords:
+        """:meth:`ingest_items`, returning the records (ids formatted when first needed)."""
+        _, keys = self.ingest_keys(agent_id, pending, now)
+        return IngestedRecords.deferred(
+            self.reader, len(keys), lambda: [f"{agent_id}:{key:010d}" for key in keys])
+
     def ingest_one(self, agent_id: str, item: PendingRecord,
                    now: int) -> tuple[AgentMemory, int]:
         """:meth:`ingest_keys` of one validated item; returns its agent memory and slot.
@@ -544,17 +551,24 @@ class Writer:
             group.append(pending)
             positions[agent_id].append(i)
         store = self.state.store
+        limit = self.state.config.max_records_per_agent
         order = sorted(groups)
-        for agent_id in order:
-            self.check_capacity(store.get(agent_id), agent_id, groups[agent_id])
-        ids: list[str] = [""] * n
+        existing = [store.get(agent_id) for agent_id in order]
+        for agent_id, found in zip(order, existing, strict=True):
+            if found is None or found.live + len(groups[agent_id]) > limit:
+                self.check_capacity(found, agent_id, groups[agent_id])
+        ams = [store.get_or_create(agent_id) if found is None else found
+               for agent_id, found in zip(order, existing, strict=True)]
         events: list[Any] = []
-        ams = [store.get_or_create(agent_id) for agent_id in order]
         stored = self.store_groups([(am, groups[am.agent_id]) for am in ams], now, events)
-        for am, keys in zip(ams, stored, strict=True):
-            agent_id = am.agent_id
-            for i, key in zip(positions[agent_id], keys, strict=True):
-                ids[i] = f"{agent_id}:{key:010d}"
         self.publish(events)
-        return IngestedRecords(self.reader, ids)
+
+        def make_ids() -> list[str]:
+            ids: list[str] = [""] * n
+            for agent_id, keys in zip(order, stored, strict=True):
+                for i, key in zip(positions[agent_id], keys, strict=True):
+                    ids[i] = f"{agent_id}:{key:010d}"
+            return ids
+
+        return IngestedRecords.deferred(self.reader, n, make_ids)
 

@@ -192,15 +192,19 @@ def simple_pending(item: object, batch: bool = False) -> PendingRecord | None:
     if type(content) is not str or not content or content.isspace() or (
             len(content) > MAX_CONTENT_CHARS):
         return None
+    importance = get("importance")
+    if importance is not None and (type(importance) is not float or not (
+            0.0 <= importance <= 1.0)):
+        return None
+    if len(item) == 1 + ("importance" in item) + (batch and "agent_id" in item):
+        pending: PendingRecord = _new_pending(PendingRecord, (  # the other fields: defaults
+            content, _EPISODIC, importance, (), None, None, False, None))
+        return pending
     layer = get("layer", _EPISODIC)
     if type(layer) is not MemoryLayer:
         layer = _LAYER_BY_VALUE.get(layer) if type(layer) is str else None
         if layer is None:
             return None
-    importance = get("importance")
-    if importance is not None and (type(importance) is not float or not (
-            0.0 <= importance <= 1.0)):
-        return None
     tags = get("tags")
     tag_tuple: tuple[str, ...] = ()
     if tags is not None:
@@ -222,7 +226,7 @@ def simple_pending(item: object, batch: bool = False) -> PendingRecord | None:
     source_event = get("source_event")
     if type(flagged) is not bool or (source_event is not None and type(source_event) is not str):
         return None
-    pending: PendingRecord = _new_pending(PendingRecord, (
+    pending = _new_pending(PendingRecord, (
         content, layer, importance, tag_tuple, None, ttl, flagged, source_event))
     return pending
 
@@ -296,10 +300,15 @@ class Ingestor:
         importance: list[float]
         if given.count(None) == 0:
             importance = list(given)
-            row = 0
-            for items, _, vocabulary in groups:
-                model.observe_many(texts[row:row + len(items)], vocabulary)
-                row += len(items)
+            if len(groups) == 1:
+                model.observe_many(texts, groups[0][2])
+            else:
+                row = 0
+                observe_many = model.observe_many
+                for items, _, vocabulary in groups:
+                    end = row + len(items)
+                    observe_many(texts[row:end], vocabulary)
+                    row = end
         else:
             importance = []
             row = 0

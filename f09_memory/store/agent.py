@@ -284,8 +284,14 @@ class AgentMemory:
         elif evicting:
             for i, gone in zip(evicting, self.remove_oldest(len(evicting)), strict=True):
                 evicted[i] = [gone]
-        fresh = self.hi if not self.free else -1  # the slots are hi, hi + 1, ... (no reuse)
-        slot_list = self._take_slots(n)
+        if self.free:
+            fresh = -1
+            slot_list = self._take_slots(n)
+        else:  # the slots are hi, hi + 1, ... (none to reuse)
+            fresh = self.hi
+            self.ensure_capacity(fresh + n)
+            self.hi = fresh + n
+            slot_list = list(range(fresh, fresh + n))
         rev = self.next_rev
         self.next_rev += n
         if n == 1:
@@ -393,9 +399,10 @@ class AgentMemory:
                        fresh: int = -1) -> None:
         """The columns of a batch: slices, scalar stores or fancy indexing.
 
-        Slices serve when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``); scalar
-        stores beat fancy indexing for a few reused slots. A slot that holds no record has
-        its ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
+        Slices serve when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``: above
+        the high-water mark, never used, so all-zero columns need no write); scalar stores
+        beat fancy indexing for a few reused slots. A slot that holds no record has its
+        ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
         ``_check``), so they are not written.
         """
         n = len(slot_list)
@@ -429,15 +436,20 @@ class AgentMemory:
                 revs[slot] = rev
                 rev += 1
             return
-        columns = (
+        columns: tuple[tuple[NDArray[Any], list[Any]], ...] = (
             (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
-            (self.flagged, new.flagged), (self.created, new.created), (self.anchor, new.anchor),
-            (self.tokens, new.tokens), (self.deadline, new.deadline),
-            (self.status, new.status), (self.redacted, new.redacted),
-            (self.tagset, new.tagset),
-        )
-        index: slice | NDArray[np.intp] = (
-            slice(fresh, fresh + n) if fresh >= 0 else np.asarray(slot_list, dtype=np.intp))
+            (self.created, new.created), (self.anchor, new.anchor), (self.tokens, new.tokens),
+            (self.deadline, new.deadline))
+        sparse: tuple[tuple[NDArray[Any], list[Any]], ...] = (
+            (self.flagged, new.flagged), (self.status, new.status),
+            (self.redacted, new.redacted), (self.tagset, new.tagset))
+        index: slice | NDArray[np.intp]
+        if fresh >= 0:  # never used: these columns hold zeros there (see _check)
+            index = slice(fresh, fresh + n)
+            columns += tuple(pair for pair in sparse if any(pair[1]))
+        else:
+            index = np.asarray(slot_list, dtype=np.intp)
+            columns += sparse
         for column, values in columns:
             column[index] = values
         self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
@@ -626,7 +638,8 @@ class AgentMemory:
         alive = self.alive[:hi]
         assert int(alive.sum()) == len(self.slot_of), "alive column disagrees with slot map"
         assert not self.alive[hi:].any(), "live slot above the high-water mark"
-        assert not (self.embedded[hi:].any() or self.hashed[hi:].any()), "flag set above hi"
+        for name in ("embedded", "hashed", "flagged", "status", "redacted", "tagset"):
+            assert not getattr(self, name)[hi:].any(), f"{name} set above the high-water mark"
         assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
         assert not (self.hashed[:hi] & ~alive).any(), "a dead slot is marked hashed"
         if self.index is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
+from f09_memory import IngestedRecords, MemoryConfig, MemoryEngine, RetrievalRequest
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.testing import capture_events
 
@@ -196,3 +196,19 @@ def test_ingested_records_are_built_on_access_and_say_when_gone() -> None:
         _ = out[0]
     assert ErrorCode.MEMORY_RECORD_NOT_FOUND == info.value.code
     assert "two" == out[1].content
+
+
+def test_ingested_records_format_their_ids_once_and_compare_like_lists() -> None:
+    e = MemoryEngine(MemoryConfig(), embedder=None)
+    batch = e.ingest_batch([{"agent_id": "b", "content": "x"}, {"agent_id": "a", "content": "y"},
+                            {"agent_id": "b", "content": "z"}], now=1)
+    many = e.ingest_many("a", ["u", {"content": "v"}], now=2)
+    assert 3 == len(batch) and 2 == len(many)
+    assert ["b:0000000000", "a:0000000000", "b:0000000001"] == batch.ids
+    assert ["a:0000000001", "a:0000000002"] == many.ids
+    assert batch.ids is not batch.ids  # a copy each time
+    assert ["x", "y", "z"] == [r.content for r in batch]
+    assert IngestedRecords(e._reader, many.ids) == many
+    assert list(many) == many
+    assert "IngestedRecords(['a:0000000001', 'a:0000000002'])" == repr(many)
+    e._check()
