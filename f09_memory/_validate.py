@@ -26,6 +26,8 @@ def check_now(now: object, what: str = "now") -> int:
     Raises:
         InputInvalidError: Not an integer, negative, or too large.
     """
+    if type(now) is int and 0 <= now < MAX_LOGICAL_TIME:  # the common case, checked first
+        return now
     if isinstance(now, bool) or not isinstance(now, int | np.integer) or not (
             0 <= now < MAX_LOGICAL_TIME):
         raise InputInvalidError(

@@ -1,11 +1,12 @@
 """RecordReader: ``MemoryRecord`` objects built from columns at the boundary.
 
 The store keeps no object per record; ``get``, ``records``, ``recent`` and bundles build
-one for each record they return. Built objects are cached per agent by the record's
-``rev`` (unique within the agent, and changed by every change of the record), so an agent
-that recalls the same memories every frame does not rebuild them. The cache holds at most
-``capacity`` objects and is cleared when full (or when the embedder changes); it never
-changes what is returned.
+one for each record they return. Built objects are cached per agent by slot, with the
+record's ``rev`` (unique within the agent, and changed by every change of the record): an
+entry serves only while the rev matches, and a new record in a reused slot replaces the
+old one's. So an agent that recalls the same memories every frame does not rebuild them,
+and the cache never outgrows the slots in use. It holds at most ``capacity`` objects and
+is cleared when full (or when the embedder changes); it never changes what is returned.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class RecordReader:
         self.store = store
         self._version = version
         self._capacity = capacity
-        self._cache: dict[str, dict[int, MemoryRecord]] = {}
+        self._cache: dict[str, dict[int, tuple[int, MemoryRecord]]] = {}
+        """Per agent: slot -> (rev, record); an entry counts only while the rev matches."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
 
@@ -55,7 +57,7 @@ class RecordReader:
         self._cache.clear()
         self._cached = 0
 
-    def _agent_cache(self, agent_id: str) -> dict[int, MemoryRecord]:
+    def _agent_cache(self, agent_id: str) -> dict[int, tuple[int, MemoryRecord]]:
         if self._cached >= self._capacity:
             self.clear()
         cache = self._cache.get(agent_id)
@@ -69,13 +71,15 @@ class RecordReader:
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(am.agent_id)
         rev = am.rev.item(slot)
-        hit = cache.get(rev)
+        hit = cache.get(slot)
+        if hit is not None and hit[0] == rev:
+            return hit[1]
+        record = self._make(am, slot, am.key.item(slot),
+                            self._version() if am.embedded.item(slot) else None)
         if hit is None:
-            key = am.key.item(slot)
-            hit = cache[rev] = self._make(
-                am, slot, key, self._version() if am.embedded.item(slot) else None)
             self._cached += 1
-        return hit
+        cache[slot] = (rev, record)  # replaces what the slot held before (freed memory)
+        return record
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
         """The metadata of a record without sparse parts (shared: models are frozen)."""
@@ -131,18 +135,24 @@ class RecordReader:
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
         """The records in ``slots``, in that order (cached ones are not rebuilt)."""
         cache = self._agent_cache(am.agent_id)
+        slot_list = slots.tolist()
         revs = am.rev[slots].tolist()
-        out = [cache.get(r) for r in revs]
-        if any(r is None for r in out):
-            version = self._version()
-            for i, slot in enumerate(slots.tolist()):
-                if out[i] is None:
-                    key = am.key.item(slot)
-                    record = self._make(am, slot, key,
-                                        version if am.embedded.item(slot) else None)
-                    cache[revs[i]] = out[i] = record
-                    self._cached += 1
-        return out  # type: ignore[return-value]
+        out: list[MemoryRecord] = []
+        version: str | None = None
+        for slot, rev in zip(slot_list, revs, strict=True):
+            hit = cache.get(slot)
+            if hit is not None and hit[0] == rev:
+                out.append(hit[1])
+                continue
+            if version is None:
+                version = self._version()
+            record = self._make(am, slot, am.key.item(slot),
+                                version if am.embedded.item(slot) else None)
+            if hit is None:
+                self._cached += 1
+            cache[slot] = (rev, record)
+            out.append(record)
+        return out
 
     def locate(self, record_id: object) -> tuple[AgentMemory, int] | None:
         """``(agent memory, slot)`` of the live record ``record_id``, or ``None``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
@@ -45,6 +44,7 @@ MAX_AGENT_ID_LEN = 256
 _CLEAN_TAGS_MAX = 4096
 MAX_CONTENT_CHARS = 65_536
 _LAYER_BY_VALUE = {layer.value: layer for layer in MemoryLayer}
+_new_pending = tuple.__new__  # builds a PendingRecord without its Python-level __new__
 
 
 def _bad(field: str, problem: str, fix: str, **details: Any) -> InputInvalidError:
@@ -91,7 +91,7 @@ def validate_item(
     Raises:
         InputInvalidError: A field is malformed; the message names it and the fix.
     """
-    if not isinstance(content, str) or not content.strip():
+    if not isinstance(content, str) or not content or content.isspace():
         raise _bad("content", "is empty or not a string", "pass the memory text as a non-empty str")
     if len(content) > MAX_CONTENT_CHARS:
         raise _bad("content", f"has {len(content)} characters",
@@ -110,7 +110,7 @@ def validate_item(
                 isinstance(importance, bool) or not isinstance(importance, (int, float))):
             raise _bad("importance", f"is {type(importance).__name__}", "pass a float in 0..1")
         imp = float(importance)
-        if not (0.0 <= imp <= 1.0) or math.isnan(imp):
+        if not (0.0 <= imp <= 1.0):  # NaN too
             raise _bad("importance", f"{imp!r} is outside 0..1", "pass a float in 0..1",
                        value=imp)
     tag_tuple: tuple[str, ...] = ()
@@ -119,13 +119,16 @@ def validate_item(
         if kind is not list and kind is not tuple and (
                 isinstance(tags, str) or not isinstance(tags, Sequence | set | frozenset)):
             raise _bad("tags", f"is {kind.__name__}", "pass a list of strings")
-        if isinstance(tags, set | frozenset):
+        items: Sequence[object]
+        if kind is list or kind is tuple:
+            items = cast(Sequence[object], tags)
+        elif isinstance(tags, set | frozenset):
             if not all(type(t) is str for t in tags):
                 raise _bad("tags", "contains an empty or non-string tag",
                            "every tag must be a non-empty string")
             items = sorted(tags)
         else:
-            items = list(cast(Iterable[object], tags))  # a list, tuple or Sequence (checked)
+            items = list(cast(Iterable[object], tags))  # a Sequence (checked)
         stripped = []
         for t in items:
             cleaned = t.strip() if type(t) is str else ""
@@ -148,7 +151,9 @@ def validate_item(
         raise _bad("flagged", f"is {type(flagged).__name__}", "pass True or False")
     if source_event is not None and not isinstance(source_event, str):
         raise _bad("source_event", f"is {type(source_event).__name__}", "pass a string or None")
-    return PendingRecord(content, lay, imp, tag_tuple, meta, ttl, flagged, source_event)
+    pending: PendingRecord = _new_pending(PendingRecord, (
+        content, lay, imp, tag_tuple, meta, ttl, flagged, source_event))
+    return pending
 
 
 def validate_mapping(item: object) -> PendingRecord:
@@ -173,7 +178,6 @@ def validate_mapping(item: object) -> PendingRecord:
 _SIMPLE_FIELDS = ITEM_FIELDS - {"metadata"}
 _SIMPLE_BATCH_FIELDS = _SIMPLE_FIELDS | {"agent_id"}
 _EPISODIC = MemoryLayer.EPISODIC
-_new_pending = tuple.__new__
 
 
 def simple_pending(item: object, batch: bool = False) -> PendingRecord | None:
