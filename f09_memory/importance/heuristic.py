@@ -6,6 +6,7 @@ import re
 import sys
 import zlib
 from collections.abc import Sequence
+from itertools import compress
 
 from f09_memory.config.config import ImportanceSettings
 
@@ -127,7 +128,9 @@ class ImportanceModel:
         if text.isascii():
             words = set(text.encode().translate(_LOWER_WORDS).decode().split())
             short = self._min_len
-            return words if short <= 1 else {w for w in words if len(w) >= short}
+            if short <= 1:
+                return words
+            return set(compress(words, map(short.__le__, map(len, words))))
         return set(self._content_word.findall(text.lower()))
 
     def score(self, text: str, vocabulary: Vocabulary, *, flagged: bool = False) -> float:
