@@ -197,7 +197,9 @@ class Writer:
             for (am, _), (new, labels) in zip(groups, built, strict=True):
                 results.append(new.keys)
                 slots, evicted = am.add_batch(new)
-                added.append((am, new, slots, evicted, labels))
+                capped: list[Removed] = []
+                self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
+                added.append((am, new, slots, evicted, labels, capped))
         report_updated = window and self.wants(RecordUpdated.name)
         for am, items in groups if window else ():  # dedup reads the store: group by group
             placed: list[int] = []
@@ -215,8 +217,8 @@ class Writer:
                             reason="dedup"))
             results.append([new.keys[-k - 1] if k < 0 else k for k in placed])
             slots, evicted = am.add_batch(new)
-            capped: list[Removed] = []
-            self._hold_caps(am, now, capped)
+            capped = []
+            self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
             added.append((am, new, slots, evicted, labels, capped))
         semantic = self.semantic
         if semantic.available:
@@ -259,13 +261,15 @@ class Writer:
                                                 reason="retention") for r in capped)
         return results
 
-    def _hold_caps(self, am: AgentMemory, now: int, out: list[Removed]) -> None:
+    def _hold_caps(self, am: AgentMemory, now: int, out: list[Removed],
+                   keep: int | None = None) -> None:
         """Evict down to the cap every capped layer of ``am`` past ``cap + slack``.
 
         The records go in compaction order (lowest decayed score first, flagged last, the
         ``protected_min`` best kept), so a layer never holds more than ``cap + slack``
         records whatever the tick budget: O(1) per ingest until the slack fills, then one
-        O(n) numpy selection per ``slack`` ingests.
+        O(n) numpy selection per ``slack`` ingests. ``keep`` (a single ingest's new key) is
+        never the one evicted.
         """
         codes, caps, hard = self._hard
         counts = am.layer_counts[codes]
@@ -273,8 +277,10 @@ class Writer:
             return
         for i in np.flatnonzero(counts > hard).tolist():
             code = int(codes[i])
-            victims = self._compactor.select(am, code, now, int(counts[i] - caps[i]))
-            out.extend(am.remove(key) for key in victims.tolist())
+            excess = int(counts[i] - caps[i])
+            victims = self._compactor.select(am, code, now, excess + (keep is not None))
+            chosen = [key for key in victims.tolist() if key != keep][:excess]
+            out.extend(am.remove(key) for key in chosen)
 
     @staticmethod
     def _may_overflow(am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
@@ -479,14 +485,19 @@ class Writer:
         key = am.reserve_key()
         slot, evicted = am.add_one(key, item.layer.code, importance, item.flagged, now, tokens,
                                    deadline, tag_id, bool(labels), content)
+        capped: list[Removed] = []
+        self._hold_caps(am, now, capped, keep=key)
         wants = self.bus.wants
         if logger.isEnabledFor(logging.DEBUG) or wants(RecordCreated.name) or (
-                evicted is not None and wants(RecordExpired.name)) or (
+                (evicted is not None or capped) and wants(RecordExpired.name)) or (
                 labels and wants(RecordRedacted.name)):
             events: list[Any] = []
             if evicted is not None and self.wants(RecordExpired.name):
                 events.append(RecordExpired(id=evicted.id, layer=evicted.layer.value,
                                             reason="overflow"))
+            if capped and self.wants(RecordExpired.name):
+                events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason="retention")
+                              for r in capped)
             if self.wants(RecordCreated.name):
                 events.append(RecordCreated(id=am.id_of(key), layer=item.layer.value,
                                             agent_id=agent_id, importance=importance))
