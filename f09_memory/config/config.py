@@ -196,15 +196,20 @@ class MemoryConfig(_ConfigModel):
     hnsw_ef_construction: Annotated[StrictInt, Field(ge=8, le=4096)] = 200
     hnsw_ef: Annotated[StrictInt, Field(ge=8, le=4096)] = 64
     semantic_preselect_threshold: Annotated[StrictInt, Field(ge=1)] = 5_000
-    """Agents with more candidates than this are preselected (top-K by similarity, importance,
-    recency) before exact hybrid scoring; below it every candidate is scored."""
+    """Agents with more candidates than this are preselected (the index's nearest records)
+    and completed exactly; below it every candidate is scored."""
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 128
-    """K of each preselection channel (index similarity, importance, recency)."""
-    semantic_exact_extra_max: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 8_192
-    """After preselection, left-out candidates that could still change the bundle are scored
-    exactly, highest score bound first, at most this many per retrieval: the bundle equals
-    full scoring unless the bound is too loose to rule out more (then the bound-highest are
-    checked). 0 turns the check off."""
+    """The least depth of a preselection's index search (it is sized from what the budget
+    packs: four records searched per record packed, rounded up to a power of two)."""
+    semantic_preselect_k_max: Annotated[StrictInt, Field(ge=1, le=100_000)] = 4_096
+    """The deepest index search of a preselection: a loose similarity bound (many records
+    about as similar as the K-th) doubles the depth while that costs less than scoring the
+    records the bound lets through."""
+    semantic_exact_extra_max: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 32_768
+    """After preselection, left-out candidates that could still change the bundle (their
+    score bound passes the entry threshold of their size) are scored exactly, at most this
+    many per retrieval, highest bound first: the bundle equals full scoring unless the bound
+    lets more through (then it may differ). 0 turns the check off."""
     tick_costs: TickCosts = Field(default_factory=TickCosts)
     """The tick's cost model (work units per kind of work)."""
     tick_behind_after: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 8

@@ -1,7 +1,7 @@
 """Retrieval (index 8): candidates -> hybrid score -> stable order -> packing -> bundle.
 
 Modules: ``scoring`` (compute_scores, effective_weights, quantize), ``orchestrator``
-(Retriever, SemanticTerm).
+(Retriever, SemanticTerm), ``completion`` (the exact completion of a preselection).
 """
 
 from f09_memory.retrieval.orchestrator import Retriever, SemanticScorer, SemanticTerm

@@ -33,6 +33,7 @@ from f09_memory.config.tables import PressureProfile
 from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
+from f09_memory.retrieval.completion import Completion
 from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, status_table
 from f09_memory.retrieval.ranking import rank_and_pack
 from f09_memory.retrieval.scoring import (
@@ -74,6 +75,11 @@ class SemanticTerm:
     bound: float = 1.0
     query: NDArray[np.float32] | None = None
     """The query centroid (to score members of ``rest`` exactly when they may matter)."""
+    search: Callable[[int], tuple[NDArray[np.intp], float]] | None = None
+    """Deepens a preselection: ``search(k)`` gives the candidates among the index's top
+    ``k`` by similarity and the similarity bound of the others."""
+    depth: int = 0
+    """The ``k`` of the index search that chose the scored candidates and ``bound``."""
 
 
 SemanticScorer = Callable[
@@ -231,48 +237,27 @@ class Retriever:
         self, am: AgentMemory, job: _Job, slots: NDArray[np.intp], q: NDArray[np.int64],
         tokens: NDArray[np.int64], ctx: ScoringContext,
     ) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]:
-        """Add every left-out candidate that could change the bundle; score it exactly.
+        """Score exactly every left-out candidate that could change the bundle.
 
-        A candidate outside the scored set can change the packed result only if its score
-        bound (its exact score with the semantic term at the preselection's similarity
-        bound) reaches the lowest packed score, or if it fits the budget left after
-        packing. Such candidates are scored exactly (highest bound first, at most
-        ``semantic_exact_extra_max``) and packing is redone until none is left, so the
-        bundle equals full scoring whenever the bound holds (an exact index) and the
-        allowance suffices.
+        See :mod:`~f09_memory.retrieval.completion`: the bundle equals full scoring whenever
+        the preselection's similarity bound holds (always with an exact index) and at most
+        ``semantic_exact_extra_max`` left-out candidates need scoring; a loose bound
+        deepens the index search (up to ``semantic_preselect_k_max``).
         """
         term = job.term
         assert term.rest is not None and term.query is not None
-        rest = term.rest
-        rest_tokens = self._tokens(am.tokens[rest], job.pressure)
-        bound_sims = np.full(rest.shape[0], term.bound)
-        bounds = quantize(compute_scores(am, rest, ctx, bound_sims), self.config.score_quantum)
-        allowance = self.config.semantic_exact_extra_max
-        while rest.shape[0] and allowance > 0:
-            chosen, total, _ = rank_and_pack(q, am.key[slots], tokens, job.budget,
-                                             job.request.limit)
-            full = job.request.limit is not None and chosen.shape[0] >= job.request.limit
-            floor = int(q[chosen].min()) if chosen.shape[0] else np.iinfo(np.int64).min
-            need = bounds >= floor
-            if not full:
-                need |= rest_tokens <= job.budget - total
-            picked = np.flatnonzero(need)
-            if picked.shape[0] == 0:
-                break
-            if picked.shape[0] > allowance:  # the bound is loose: check the likeliest first
-                top = np.argpartition(-bounds[picked], allowance - 1)[:allowance]
-                picked = np.sort(picked[top])
-            allowance -= int(picked.shape[0])
-            extra = rest[picked]
-            sims = exact_similarities(am, extra, term.query)
-            slots = np.concatenate((slots, extra))
-            q = np.concatenate((q, quantize(compute_scores(am, extra, ctx, sims),
-                                            self.config.score_quantum)))
-            tokens = np.concatenate((tokens, rest_tokens[picked]))
-            keep = np.ones(rest.shape[0], dtype=np.bool_)
-            keep[picked] = False
-            rest, rest_tokens, bounds = rest[keep], rest_tokens[keep], bounds[keep]
-        return slots, q, tokens
+        rest, query = term.rest, term.query
+        completion = Completion(
+            rest=rest, base=compute_scores(am, rest, ctx, None),
+            rest_tokens=self._tokens(am.tokens[rest], job.pressure), keys=am.key,
+            sw=float(ctx.weights[2]), bound=term.bound, depth=term.depth,
+            quantum=self.config.score_quantum)
+        return completion.run(
+            slots, q, tokens, budget=job.budget, limit=job.request.limit,
+            allowance=self.config.semantic_exact_extra_max,
+            depth_max=self.config.semantic_preselect_k_max,
+            similarities=lambda extra: exact_similarities(am, extra, query),
+            search=term.search)
 
     # ------------------------------------------------------------------ a crowd
     def retrieve_many(
