@@ -8,9 +8,12 @@
 - ``semantic = max(0, cos(record, query centroid))``. The centroid is the normalized mean of
   the query text's embedding and any explicit query vectors. Un-embedded records score 0.
 - Agents with more candidates than ``semantic_preselect_threshold`` are preselected: the
-  union of the index's top-K by similarity, the top-K by importance and the top-K by
-  recency is scored exactly, so a vital but dissimilar memory is never missed. Below the
-  threshold (or while an agent's index is still being built) every candidate is scored.
+  candidates among the index's top K by similarity are scored exactly, K sized from what
+  the budget packs; every other candidate's similarity is at most the K-th's, and the
+  orchestrator's exact completion (``retrieval.completion``) scores every one whose score
+  bound could still change the bundle (a vital but dissimilar memory among them), deepening
+  the search when the bound is loose. Below the threshold (or while an agent's index is
+  still being built) every candidate is scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices,
   inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from operator import attrgetter, is_not
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,7 +37,7 @@ from f09_memory.embedding.batching import embed_in_batches
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
-from f09_memory.protocols import EmbeddingProvider
+from f09_memory.protocols import EmbeddingProvider, VectorIndex
 from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
@@ -50,6 +53,12 @@ NO_QUERY = "NO_QUERY"
 
 _QUERY_CACHE_MAX = 4096
 _INDEX_BUILD = attrgetter("index_build")
+_DEPTH_PER_PACKED = 4
+"""A preselection's first index search returns this many records per record the budget
+packs (its similarity bound is then usually tight enough that few others need scoring)."""
+_BOUND_SLACK = 1e-5
+"""Added to an index's K-th similarity: the index's float32 kernels and ours may differ in
+the last bits (about 1e-7 for unit vectors), so the bound holds for our exact values too."""
 
 
 def _slice_in_key_order(
@@ -65,6 +74,27 @@ def _slice_in_key_order(
         return slots
     room = (budget - used) // cost
     return None if room <= 0 else slots[:room]
+
+
+def _nearest(am: AgentMemory, index: VectorIndex, candidate: NDArray[np.bool_],
+             q: NDArray[np.float32], k: int) -> tuple[NDArray[np.intp], float]:
+    """The candidate slots among the index's top ``k`` by similarity, and the others' bound.
+
+    The bound is the lowest similarity among the top ``k`` plus :data:`_BOUND_SLACK` (every
+    record outside them is at most as similar: exact for an exact index, approximate for
+    HNSW), or 0 when the index returned all it holds.
+    """
+    keys, sims = index.search(q, min(len(index), k))
+    bound = min(1.0, max(0.0, float(sims.min()) + _BOUND_SLACK)) if (
+        keys.shape[0] and keys.shape[0] < len(index)) else 0.0
+    wanted = keys.tolist()
+    try:  # one C-level pass of dict lookups; every indexed key is a stored record's
+        found = itemgetter(*wanted)(am.slot_of) if len(wanted) > 1 else (
+            [am.slot_of[wanted[0]]] if wanted else [])
+    except KeyError:
+        found = [s for s in map(am.slot_of.get, wanted) if s is not None]
+    near = np.asarray(found, dtype=np.intp)
+    return near[candidate[near]], bound
 
 
 def _centroid(parts: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
@@ -369,6 +399,23 @@ class SemanticMemory:
             parts.append(unit_rows(arr))
         return _centroid(parts) if parts else None
 
+    def _depth(self, am: AgentMemory, slots: NDArray[np.intp], request: RetrievalRequest) -> int:
+        """The first index search depth: ``_DEPTH_PER_PACKED`` per record the budget packs.
+
+        At least ``semantic_preselect_k``, at most ``semantic_preselect_k_max``, rounded up
+        to a power of two. The budget is the request's before any pressure scaling, the
+        record size the candidates' mean (over a strided sample): an estimate that only
+        sizes the search, never the answer.
+        """
+        cfg = self.config
+        budget = float(min(request.max_tokens or 2**62, cfg.max_context_tokens))
+        mean = max(1.0, float(am.tokens[slots[:: max(1, slots.shape[0] // 1024)]].mean()))
+        packable = budget / mean
+        if request.limit is not None:
+            packable = min(packable, float(request.limit))
+        want = max(cfg.semantic_preselect_k, int(_DEPTH_PER_PACKED * packable))
+        return min(cfg.semantic_preselect_k_max, 1 << (want - 1).bit_length())
+
     def term(
         self,
         am: AgentMemory,
@@ -393,37 +440,19 @@ class SemanticMemory:
             return SemanticTerm(None, NO_QUERY), slots
         if am.vectors is None:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
-        if slots.shape[0] > self.config.semantic_preselect_threshold and am.index is not None:
-            selected, bound = self._preselect(am, slots, q)
-            left_out = np.ones(am.hi, dtype=np.bool_)
-            left_out[selected] = False
+        index = am.index
+        if slots.shape[0] > self.config.semantic_preselect_threshold and index is not None:
+            candidate = np.zeros(am.hi, dtype=np.bool_)
+            candidate[slots] = True
+
+            def nearest(k: int) -> tuple[NDArray[np.intp], float]:
+                return _nearest(am, index, candidate, q, k)
+
+            k = self._depth(am, slots, request)
+            near, bound = nearest(k)
+            left_out = candidate.copy()
+            left_out[near] = False
             rest = slots[left_out[slots]]
-            return SemanticTerm(exact_similarities(am, selected, q), None, rest, bound, q), selected
+            return SemanticTerm(exact_similarities(am, near, q), None, rest, bound, q, nearest,
+                                k), near
         return SemanticTerm(exact_similarities(am, slots, q), None), slots
-
-    def _preselect(
-        self, am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32]
-    ) -> tuple[NDArray[np.intp], float]:
-        """The preselected candidates and a bound on the similarity of the others.
-
-        The bound is the lowest similarity among the index's top K (every record outside
-        them is at most as similar; exact for an exact index, approximate for HNSW), or 0
-        when the index returned all it holds.
-        """
-        k = self.config.semantic_preselect_k
-        assert am.index is not None
-        keys, sims = am.index.search(q, min(len(am.index), k))
-        bound = float(min(1.0, max(0.0, float(sims.min())))) if (
-            keys.shape[0] and keys.shape[0] < len(am.index)) else 0.0
-        near = np.fromiter((am.slot_of.get(int(key), -1) for key in keys), dtype=np.intp,
-                           count=int(keys.shape[0]))
-        picks = [near[near >= 0], slots[am.flagged[slots]]]
-        candidate = np.zeros(am.hi, dtype=np.bool_)
-        candidate[slots] = True
-        top_n = min(k, int(slots.shape[0]))
-        for column in (am.importance, am.anchor):
-            values = column[slots]
-            picks.append(slots[np.argpartition(-values, top_n - 1)[:top_n]])
-        union = np.unique(np.concatenate(picks))
-        selected: NDArray[np.intp] = union[candidate[union]]
-        return selected, bound

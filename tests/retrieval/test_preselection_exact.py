@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
+from f09_memory.retrieval.completion import Completion
 
+LABELED = Path(__file__).parents[1] / "data" / "retrieval_quality.json"
 WORDS = ("smith well gold debt market guard fire bread river king queen sword horse tavern "
          "mill chapel rain storm harvest festival wolf bridge lantern cellar").split()
 
@@ -51,3 +56,79 @@ def test_preselected_bundles_equal_full_scoring(kind: str, exact_max: int) -> No
     request = RetrievalRequest(agent_id="npc", purpose="dialog", max_tokens=400, query="wolf")
     assert bundle_hash(pre.retrieve(request, now=5_000)) == bundle_hash(
         pre.retrieve_many([request], now=5_000)[0])
+
+
+def requests_for_20k() -> list[RetrievalRequest]:
+    rng = np.random.default_rng(17)
+    out = []
+    for i in range(24):
+        strategy = ["semantic", "balanced", "recency", "importance"][i % 4]
+        out.append(RetrievalRequest(
+            agent_id="npc", purpose="reasoning", strategy=strategy,
+            max_tokens=[60, 400, 1800][i % 3], limit=25 if i % 5 == 4 else None,
+            query=" ".join(rng.choice(WORDS, int(rng.integers(1, 4))))))
+    return out
+
+
+def assert_equal_to_full_scoring(engine: MemoryEngine, requests: list[RetrievalRequest],
+                                 now: int) -> None:
+    """Every preselected bundle equals the one scoring every candidate (index removed)."""
+    am = engine._state.store.get("npc")
+    assert am is not None and am.index is not None
+    pre = [engine.retrieve(r, now=now) for r in requests]
+    index, am.index = am.index, None
+    try:
+        full = [engine.retrieve(r, now=now) for r in requests]
+    finally:
+        am.index = index
+    assert [[r.id for r in b.records] for b in full] == [[r.id for r in b.records] for b in pre]
+    assert [bundle_hash(b) for b in full] == [bundle_hash(b) for b in pre]
+
+
+def test_preselection_equals_full_scoring_on_a_seeded_20k_hnsw_agent() -> None:
+    engine = build(20_000, 7, exact_index_max=5_000)
+    assert type(engine._state.store.get("npc").index).__name__ == "HnswIndex"  # type: ignore[union-attr]
+    assert_equal_to_full_scoring(engine, requests_for_20k(), now=21_000)
+
+
+@pytest.mark.parametrize(("k", "k_max"), [(4, 4), (4, 256)])
+def test_a_loose_similarity_bound_still_gives_full_scoring(k: int, k_max: int) -> None:
+    # a tiny first search leaves a loose bound on 20k records, as K = 128 does on 100k:
+    # the completion scores thousands of left-out records, or deepens the search
+    engine = build(20_000, 8, exact_index_max=100_000, semantic_preselect_k=k,
+                   semantic_preselect_k_max=k_max)
+    assert_equal_to_full_scoring(engine, requests_for_20k(), now=21_000)
+
+
+@pytest.mark.parametrize("kind", ["exact", "hnsw"])
+def test_preselection_equals_full_scoring_on_the_labeled_set(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    labeled = json.loads(LABELED.read_text())
+    cfg = {"semantic_preselect_threshold": 1, "semantic_preselect_k": 1,
+           "exact_index_max": 10**6 if kind == "exact" else 4}
+    last = max(int(m["minute"]) for ms in labeled["agents"].values() for m in ms)
+    now = (last + 10) * 60_000
+
+    def load(**extra: object) -> MemoryEngine:
+        engine = MemoryEngine(MemoryConfig(**{**cfg, **extra}))  # type: ignore[arg-type]
+        for agent, memories in labeled["agents"].items():
+            for m in memories:
+                engine.ingest(agent, m["content"], importance=float(m["importance"]),
+                              now=int(m["minute"]) * 60_000)
+        engine.tick(now)  # builds the indexes
+        return engine
+
+    pre, full = load(), load(semantic_preselect_threshold=10**9)
+    completions = []
+    run = Completion.run
+    monkeypatch.setattr(Completion, "run", lambda self, *a, **kw: completions.append(1) or run(
+        self, *a, **kw))
+    for q in labeled["queries"]:
+        for strategy in ("semantic", "balanced"):
+            for max_tokens in (12, 40, 120, 4_000):
+                request = RetrievalRequest(agent_id=q["agent"], purpose="reasoning",
+                                           strategy=strategy, max_tokens=max_tokens,
+                                           query=q["query"])
+                assert bundle_hash(full.retrieve(request, now=now)) == bundle_hash(
+                    pre.retrieve(request, now=now))
+    assert len(completions) >= len(labeled["queries"]) * 4  # the small budgets preselect
