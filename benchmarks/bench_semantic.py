@@ -24,6 +24,8 @@ from bench_retrieval import engine_with
 
 LARGE = 20_000 if SHORT else 100_000
 LABELED = Path(__file__).parents[1] / "tests" / "data" / "retrieval_quality.json"
+LATENCY_QUERIES = ["fish and boats on the river", "the smith's debt in gold",
+                   "wolves in the forest", "bread and ale at the tavern"]
 
 
 def test_retrieve_2k_with_semantic_term(benchmark) -> None:
@@ -58,12 +60,10 @@ def large_agent() -> MemoryEngine:
 
 def test_retrieve_large_agent_with_hnsw_preselection(benchmark, large_agent) -> None:
     benchmark.group = "semantic"
-    queries = ["fish and boats on the river", "the smith's debt in gold", "wolves in the forest",
-               "bread and ale at the tavern"]
     it = iter(range(10**9))
 
     def run() -> object:
-        q = queries[next(it) % len(queries)]
+        q = LATENCY_QUERIES[next(it) % len(LATENCY_QUERIES)]
         return large_agent.retrieve(RetrievalRequest(
             agent_id="npc", purpose="reasoning", max_tokens=1800, strategy="semantic",
             query=q), now=LARGE + 1)
@@ -106,6 +106,8 @@ def test_preselection_overlap_with_full_scoring(benchmark, large_agent) -> None:
                                  max_tokens=int(rng.choice([400, 1800])),
                                  strategy=str(rng.choice(["semantic", "balanced"])),
                                  query=" ".join(rng.choice(words, 3))) for _ in range(20)]
+    requests += [RetrievalRequest(agent_id="npc", purpose="reasoning", max_tokens=1800,
+                                  strategy="semantic", query=q) for q in LATENCY_QUERIES]
     pre = benchmark.pedantic(lambda: [large_agent.retrieve(r, now=LARGE + 1)
                                       for r in requests], rounds=1, iterations=1)
     index, am.index = am.index, None  # no index: every candidate is scored
@@ -113,8 +115,14 @@ def test_preselection_overlap_with_full_scoring(benchmark, large_agent) -> None:
         full = [large_agent.retrieve(r, now=LARGE + 1) for r in requests]
     finally:
         am.index = index
-    same = sum(len({r.id for r in a.records} & {r.id for r in b.records})
+    overlaps = [len({r.id for r in a.records} & {r.id for r in b.records}) / len(b.records)
+                for a, b in zip(pre, full, strict=True)]
+    same = sum([r.id for r in a.records] == [r.id for r in b.records]
                for a, b in zip(pre, full, strict=True))
-    total = sum(len(b.records) for b in full)
-    record(f"preselected vs full bundle overlap, {LARGE // 1000}k HNSW", same / total, "",
-           spec=0.9, goal=0.99, higher_is_better=True)
+    size = f"{LARGE // 1000}k HNSW"
+    record(f"preselected vs full bundle overlap, {size}, mean of {len(requests)} queries",
+           float(np.mean(overlaps)), "", spec=0.9, goal=0.99, higher_is_better=True)
+    record(f"preselected vs full bundle overlap, {size}, worst query",
+           min(overlaps), "", spec=None, goal=0.99, higher_is_better=True)
+    record(f"preselected bundles identical to full scoring, {size}", same / len(requests),
+           "", spec=None, goal=1.0, higher_is_better=True)
