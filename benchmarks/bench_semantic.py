@@ -2,7 +2,8 @@
 100,000-record agent, and retrieval quality on the hand-labeled set.
 
 Goals: 2,000 candidates with the semantic term p95 <= 0.8 ms; 100k records with HNSW
-preselection p95 <= 3 ms. CI enforces the spec's retrieval bound (p95 < 10 ms, QG4).
+preselection and its exact completion p95 <= 5 ms, its bundles those of full scoring
+(overlap >= 0.99). CI enforces the spec's retrieval bound (p95 < 10 ms, QG4).
 ``F09_BENCH_SHORT=1`` uses a 20,000-record agent for the preselection benchmark.
 """
 
@@ -72,7 +73,7 @@ def test_retrieve_large_agent_with_hnsw_preselection(benchmark, large_agent) -> 
     assert LARGE == bundle.diagnostics.candidate_count  # type: ignore[attr-defined]
     ms = timings_ms(benchmark)
     record(f"retrieve {LARGE // 1000}k records, HNSW preselect, p95", np.percentile(ms, 95),
-           "ms", spec=10.0, goal=3.0)
+           "ms", spec=10.0, goal=5.0)
 
 
 def test_quality_on_the_labeled_set(benchmark) -> None:

@@ -200,7 +200,7 @@ class MemoryConfig(_ConfigModel):
     and completed exactly; below it every candidate is scored."""
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 128
     """The least depth of a preselection's index search (it is sized from what the budget
-    packs: four records searched per record packed, rounded up to a power of two)."""
+    packs: four records per record packed, times sqrt(candidates / 20,000) above that)."""
     semantic_preselect_k_max: Annotated[StrictInt, Field(ge=1, le=100_000)] = 4_096
     """The deepest index search of a preselection: a loose similarity bound (many records
     about as similar as the K-th) doubles the depth while that costs less than scoring the

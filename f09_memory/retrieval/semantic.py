@@ -9,11 +9,11 @@
   the query text's embedding and any explicit query vectors. Un-embedded records score 0.
 - Agents with more candidates than ``semantic_preselect_threshold`` are preselected: the
   candidates among the index's top K by similarity are scored exactly, K sized from what
-  the budget packs; every other candidate's similarity is at most the K-th's, and the
-  orchestrator's exact completion (``retrieval.completion``) scores every one whose score
-  bound could still change the bundle (a vital but dissimilar memory among them), deepening
-  the search when the bound is loose. Below the threshold (or while an agent's index is
-  still being built) every candidate is scored.
+  the budget packs and the candidate count; every other candidate's similarity is at most
+  the K-th's, and the orchestrator's exact completion (``retrieval.completion``) scores
+  every one whose score bound could still change the bundle (a vital but dissimilar memory
+  among them), deepening the search when the bound is loose. Below the threshold (or while
+  an agent's index is still being built) every candidate is scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices,
   inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
@@ -55,7 +55,8 @@ _QUERY_CACHE_MAX = 4096
 _INDEX_BUILD = attrgetter("index_build")
 _DEPTH_PER_PACKED = 4
 """A preselection's first index search returns this many records per record the budget
-packs (its similarity bound is then usually tight enough that few others need scoring)."""
+packs (times the square root of the candidates over ``_DEPTH_SCALE_FROM``, above that)."""
+_DEPTH_SCALE_FROM = 20_000
 _BOUND_SLACK = 1e-5
 """Added to an index's K-th similarity: the index's float32 kernels and ours may differ in
 the last bits (about 1e-7 for unit vectors), so the bound holds for our exact values too."""
@@ -400,21 +401,26 @@ class SemanticMemory:
         return _centroid(parts) if parts else None
 
     def _depth(self, am: AgentMemory, slots: NDArray[np.intp], request: RetrievalRequest) -> int:
-        """The first index search depth: ``_DEPTH_PER_PACKED`` per record the budget packs.
+        """The first index search depth, sized from what the budget packs.
 
-        At least ``semantic_preselect_k``, at most ``semantic_preselect_k_max``, rounded up
-        to a power of two. The budget is the request's before any pressure scaling, the
-        record size the candidates' mean (over a strided sample): an estimate that only
-        sizes the search, never the answer.
+        ``_DEPTH_PER_PACKED`` records per record the budget packs, times
+        ``sqrt(candidates / _DEPTH_SCALE_FROM)`` above that many candidates: the records a
+        loose bound lets through grow with the candidates and shrink about as fast as the
+        depth grows, so the cheapest depth grows with their square root. At least
+        ``semantic_preselect_k``, at most ``semantic_preselect_k_max``. The budget is the
+        request's before pressure scaling, the record size the candidates' mean over a
+        strided sample: estimates that size the search, never the answer.
         """
         cfg = self.config
+        n = int(slots.shape[0])
         budget = float(min(request.max_tokens or 2**62, cfg.max_context_tokens))
-        mean = max(1.0, float(am.tokens[slots[:: max(1, slots.shape[0] // 1024)]].mean()))
+        mean = max(1.0, float(am.tokens[slots[:: max(1, n // 1024)]].mean()))
         packable = budget / mean
         if request.limit is not None:
             packable = min(packable, float(request.limit))
-        want = max(cfg.semantic_preselect_k, int(_DEPTH_PER_PACKED * packable))
-        return min(cfg.semantic_preselect_k_max, 1 << (want - 1).bit_length())
+        scale = max(1.0, (n / _DEPTH_SCALE_FROM) ** 0.5)
+        want = max(cfg.semantic_preselect_k, int(_DEPTH_PER_PACKED * scale * packable))
+        return min(cfg.semantic_preselect_k_max, want)
 
     def term(
         self,
