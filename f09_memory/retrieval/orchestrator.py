@@ -71,7 +71,8 @@ class SemanticTerm:
     similarities: NDArray[np.float64] | None
     fallback: str | None = None
     rest: NDArray[np.intp] | None = None
-    """Candidates left out by a preselection (their similarity is at most ``bound``)."""
+    """Candidates left out by a preselection, ascending (their similarity is at most
+    ``bound``)."""
     bound: float = 1.0
     query: NDArray[np.float32] | None = None
     """The query centroid (to score members of ``rest`` exactly when they may matter)."""
