@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from f09_memory.packing import HeuristicTokenCounter, estimate_total, pack_sequential
+from f09_memory.packing.packer import pack_rows
 
 
 def arr(*xs: int) -> np.ndarray:
@@ -60,3 +61,21 @@ def test_token_estimate() -> None:
 def test_count_many_equals_count_of_each_text(texts: list[str], chars_per_token: float) -> None:
     counter = HeuristicTokenCounter(chars_per_token)
     assert [counter.count(t) for t in texts] == counter.count_many(texts)
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(0, 60), max_size=40), st.integers(1, 400),
+                          st.integers(0, 50)), max_size=8))
+def test_rows_pack_like_pack_sequential_each(rows: list[tuple[list[int], int, int]]) -> None:
+    width = max((len(t) for t, _, _ in rows), default=0)
+    tokens = np.full((len(rows), width), 99, dtype=np.int64)  # padding is never packed
+    for r, (t, _, _) in enumerate(rows):
+        tokens[r, :len(t)] = t
+    widths = np.array([len(t) for t, _, _ in rows], dtype=np.int64)
+    budgets = np.array([b for _, b, _ in rows], dtype=np.int64)
+    limits = np.array([lim for _, _, lim in rows], dtype=np.int64)
+    taken, counts, left = pack_rows(tokens, widths, budgets, limits)
+    for r, (t, budget, limit) in enumerate(rows):
+        pos, _, _ = pack_sequential(np.array(t, dtype=np.int64), budget)
+        expect = pos.tolist()[:limit]
+        assert expect == np.flatnonzero(taken[r]).tolist()
+        assert (len(expect), budget - sum(t[i] for i in expect)) == (counts[r], left[r])

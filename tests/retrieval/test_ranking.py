@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from f09_memory.packing import pack_sequential
-from f09_memory.retrieval.ranking import rank_and_pack
+from f09_memory.retrieval.ranking import NO_LIMIT, rank_and_pack, rank_and_pack_many
 
 
 def full_reference(q: np.ndarray, keys: np.ndarray, tokens: np.ndarray, budget: int):
@@ -57,3 +57,33 @@ def test_limit_and_mean_hint_keep_the_full_sort_result(
         total, truncated = int(tokens[ids].sum()), True
     got = rank_and_pack(q, keys, tokens, budget, limit, hint)
     assert (ids, total, truncated) == (got[0].tolist(), got[1], got[2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 1, 5, 60, 127, 128, 400, 2_500]), max_size=8),
+       seed=st.integers(0, 10**6), levels=st.sampled_from([3, 50, 10**9]),
+       max_tok=st.sampled_from([1, 3, 30, 400]), wide_keys=st.booleans())
+def test_many_lists_pack_each_like_rank_and_pack(
+    sizes: list[int], seed: int, levels: int, max_tok: int, wide_keys: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    q = rng.integers(0, levels, n).astype(np.int64)
+    spread = 2**52 if wide_keys else 3  # keys this far apart take the lexsort path
+    keys = np.concatenate([rng.permutation(s).astype(np.int64) * spread + rng.integers(0, 3)
+                           for s in sizes] or [np.zeros(0)]).astype(np.int64)
+    tokens = rng.integers(0, max_tok + 1, n).astype(np.int32)
+    budgets = rng.integers(1, 4_000, len(sizes)).astype(np.int64)
+    limits = np.array([NO_LIMIT if rng.random() < 0.5 else int(rng.integers(1, 300))
+                       for _ in sizes], dtype=np.int64)
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.intp)
+    picked, counts, totals = rank_and_pack_many(q, keys, tokens, bounds, budgets, limits)
+    assert picked.shape[0] == int(counts.sum())
+    at = 0
+    for g, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
+        limit = None if limits[g] == NO_LIMIT else int(limits[g])
+        ids, total, truncated = rank_and_pack(q[a:b], keys[a:b], tokens[a:b].astype(np.int64),
+                                              int(budgets[g]), limit)
+        got = (picked[at:at + counts[g]] - a).tolist()
+        at += int(counts[g])
+        assert (ids.tolist(), total, truncated) == (got, int(totals[g]), bool(counts[g] < b - a))
