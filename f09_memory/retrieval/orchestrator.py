@@ -9,10 +9,11 @@
    at most ``ceil(tokens * ratio)`` tokens each);
 6. ``memory:retrieval`` is emitted with the diagnostics.
 
-``retrieve_many`` does steps 1-3 for every request of a frame in shared numpy passes: the
+``retrieve_many`` does steps 1-4 for every request of a frame in shared numpy passes: the
 agents' columns are concatenated once, the candidate mask and the scores are computed over
-all of them with per-row weights, and only the packable prefix of each agent is ranked.
-Its bundles are identical to ``retrieve``'s, one by one.
+all of them with per-row weights, and the packable prefixes of all agents are cut, sorted
+and packed row-wise (``ranking.rank_and_pack_many``); only building the records and the
+bundle is per agent. Its bundles are identical to ``retrieve``'s, one by one.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
 from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, status_table
-from f09_memory.retrieval.ranking import rank_and_pack
+from f09_memory.retrieval.ranking import NO_LIMIT, rank_and_pack, rank_and_pack_many
 from f09_memory.retrieval.scoring import (
     SCORE_KEYS,
     ScoringContext,
@@ -98,6 +99,7 @@ NO_BUDGET = 2**62
 _NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
 _COMPRESSED_MAX = 8192
 _ALL_LAYERS = np.ones(len(LAYERS_BY_CODE), dtype=np.bool_)
+_STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
 
 
 @dataclass(slots=True)
@@ -112,7 +114,6 @@ class _Job:
     term: SemanticTerm = _NO_SEMANTIC
     candidates: int = 0
     slots: NDArray[np.intp] | None = None
-    mean_tokens: float | None = None
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -147,6 +148,7 @@ class Retriever:
             for p in Purpose
         }
         self._layer_w = {p: ScoringContext.layer_weight_array(config, p) for p in Purpose}
+        self._profiles = config.scoring.pressure
 
     def _weights_for(
         self, purpose: Purpose, strategy: Strategy, pressure: PressureState, semantic: bool
@@ -215,11 +217,11 @@ class Retriever:
         job = _Job(am, request, pressure, self.budget_for(request, pressure),
                    time.perf_counter())
         if am is None or not am.live:
-            return self._bundle(job, None, None)
+            return self._finish(job, None, 0, False)
         slots = np.flatnonzero(self._base_mask(am, request, now))
         job.candidates = int(slots.shape[0])
         if not job.candidates:
-            return self._bundle(job, None, None)
+            return self._finish(job, None, 0, False)
         if semantic is not None:
             job.term, slots = semantic(am, slots, request)
         weights, _ = self._weights_for(request.purpose, request.strategy, pressure,
@@ -277,7 +279,7 @@ class Retriever:
         jobs = [_Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
         if not live:
-            return [self._bundle(j, None, None) for j in jobs]
+            return [self._finish(j, None, 0, False) for j in jobs]
         ams = [jobs[i].am for i in live]
         his = np.array([am.hi for am in ams if am is not None], dtype=np.intp)
         starts = np.concatenate(([0], np.cumsum(his)))
@@ -309,9 +311,10 @@ class Retriever:
         job_of = row_job[rows]
         bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
         slot_of_row = rows - starts[job_of]
-        sims = np.zeros(rows.shape[0], dtype=np.float64)
-        weight_rows: list[NDArray[np.float64]] = []
-        layer_rows: list[NDArray[np.float64]] = []
+        sims = np.zeros(rows.shape[0] if semantic is not None else 0, dtype=np.float64)
+        any_sims = False
+        kinds: dict[tuple[Purpose, Strategy, PressureState, bool], int] = {}
+        kind_of: list[int] = []
         keep = np.ones(rows.shape[0], dtype=np.bool_)
         solo: set[int] = set()
         edges = bounds.tolist()
@@ -328,13 +331,17 @@ class Retriever:
                     keep[a:b] = False
                 elif job.term.similarities is not None:
                     sims[a:b] = job.term.similarities
+                    any_sims = True
             request = job.request
-            weight_rows.append(self._weights_for(request.purpose, request.strategy,
-                                                 job.pressure,
-                                                 job.term.similarities is not None)[0])
-            layer_rows.append(self._layer_w[request.purpose])
-        weights = np.stack(weight_rows)
-        layer_w = np.stack(layer_rows)
+            kind = (request.purpose, request.strategy, job.pressure,
+                    job.term.similarities is not None)
+            index = kinds.get(kind)
+            if index is None:
+                index = kinds[kind] = len(kinds)
+            kind_of.append(index)
+        # One weight row and one layer-weight row per kind of request in the frame.
+        weights = np.stack([self._weights_for(*kind)[0] for kind in kinds])
+        layer_w = np.stack([self._layer_w[kind[0]] for kind in kinds])
         every = rows.shape[0] == mask.shape[0]  # no gather needed when all rows qualify
 
         def pick(name: str) -> NDArray[Any]:
@@ -343,44 +350,76 @@ class Retriever:
 
         importance = pick("importance").astype(np.float64, copy=False)
         flagged = pick("flagged")
-        boosted = np.where(flagged, importance * self.config.importance_boost, importance)
+        boosted = np.where(flagged, importance * self.config.importance_boost,
+                           importance) if flagged.any() else importance
         rows_layer = layer if every else layer[rows]
         score = recency_scores(now, pick("anchor"), self.config.decay_half_life_ms)
+        # Terms with a zero weight add exact zeros and are skipped (the same floats).
         if (weights == weights[0]).all() and (layer_w == layer_w[0]).all():
             iw, rw, sw, pw = (float(x) for x in weights[0])  # one weight row for the frame
             score *= rw
             score += iw * boosted
-            score += pw * layer_w[0][rows_layer]
-            score += sw * sims
+            if pw:
+                score += (pw * layer_w[0])[rows_layer]
+            if sw and any_sims:
+                score += sw * sims
         else:
-            w = weights[job_of]
+            row_kind = np.array(kind_of, dtype=np.intp)[job_of]
+            w = weights[row_kind]
             score *= w[:, 1]
             score += w[:, 0] * boosted
-            score += w[:, 3] * layer_w[job_of, rows_layer]
-            score += w[:, 2] * sims
+            score += (weights[:, 3:4] * layer_w)[row_kind, rows_layer]
+            if any_sims:
+                score += w[:, 2] * sims
         score *= self.config.score_quantum  # quantize in place: one pass fewer
         np.rint(score, out=score)
         q = score.astype(np.int64)
-        tokens = pick("tokens")
+        tokens = self._crowd_tokens(pick("tokens"), jobs, live, job_of)
+        keys = pick("key")
         sizes = np.diff(bounds)
-        sums = np.add.reduceat(tokens.astype(np.int64), bounds[:-1]) if tokens.shape[0] else (
-            np.zeros(len(live), dtype=np.int64))
-        means = np.where(sizes > 0, sums / np.maximum(sizes, 1), 1.0).tolist()
+        if solo:  # preselected agents were served alone: leave their rows out
+            sizes[[n for n, i in enumerate(live) if i in solo]] = 0
+            q, keys, tokens, slot_of_row = q[keep], keys[keep], tokens[keep], slot_of_row[keep]
+        budgets = np.array([jobs[i].budget for i in live], dtype=np.int64)
+        limits = np.array([NO_LIMIT if jobs[i].request.limit is None else jobs[i].request.limit
+                           for i in live], dtype=np.int64)
+        picked, counts, totals = rank_and_pack_many(
+            q, keys, tokens, np.concatenate(([0], np.cumsum(sizes))), budgets, limits)
+        picked_slots = slot_of_row[picked]
+        ends = np.cumsum(counts).tolist()
+        packed = zip(ends, counts.tolist(), totals.tolist(), sizes.tolist(), strict=True)
         out: list[RetrievedBundle] = []
-        live_at = dict(zip(live, range(len(live)), strict=True))
+        live_at = dict(zip(live, packed, strict=True))
         for i, job in enumerate(jobs):
             if i in solo:
                 out.append(self.retrieve(job.am, job.request, now, job.pressure, semantic))
                 continue
-            n = live_at.get(i, -1)
-            if n < 0 or bounds[n] == bounds[n + 1]:
-                out.append(self._bundle(job, None, None))
+            at = live_at.get(i)
+            if at is None or not at[3]:
+                out.append(self._finish(job, None, 0, False))
                 continue
-            a, b = int(bounds[n]), int(bounds[n + 1])
-            sel = np.flatnonzero(keep[a:b]) + a if not keep[a:b].all() else slice(a, b)
-            job.slots = slot_of_row[sel]
-            job.mean_tokens = means[n]
-            out.append(self._bundle(job, q[sel], self._tokens(tokens[sel], job.pressure)))
+            end, count, total, size = at
+            out.append(self._finish(job, picked_slots[end - count:end], total, count < size))
+        return out
+
+    def _crowd_tokens(self, tokens: NDArray[np.int32], jobs: list[_Job], live: list[int],
+                      job_of: NDArray[np.intp]) -> NDArray[np.integer[Any]]:
+        """:meth:`_tokens` of a frame's rows, each under its own request's pressure.
+
+        Rows whose pressure does not compress keep the stored ``int32`` counts (no copy
+        when none does).
+        """
+        pressures = sorted({jobs[i].pressure for i in live})
+        compressing = [p for p in pressures if self.config.scoring.pressure[p].compress]
+        if not compressing:
+            return tokens
+        if len(pressures) == 1:
+            return self._tokens(tokens, pressures[0])
+        out = tokens.astype(np.int64)
+        for pressure in compressing:
+            rows = np.array([jobs[i].pressure is pressure for i in live])[job_of]
+            out[rows] = compressed_budgets(out[rows], self._ratio(
+                self.config.scoring.pressure[pressure]))
         return out
 
     # ------------------------------------------------------------------ shared tail
@@ -396,45 +435,50 @@ class Retriever:
 
     def _bundle(self, job: _Job, q: NDArray[np.int64] | None,
                 tokens: NDArray[np.int64] | None) -> RetrievedBundle:
-        """Rank, pack, build the records and the bundle; emit ``memory:retrieval``."""
+        """Rank and pack ``job``'s scored candidates, then :meth:`_finish` the bundle."""
+        am = job.am
+        if am is None or job.slots is None or q is None or tokens is None:
+            return self._finish(job, None, 0, False)
+        chosen, total, truncated = rank_and_pack(q, am.key[job.slots], tokens, job.budget,
+                                                 job.request.limit)
+        return self._finish(job, job.slots[chosen], total, truncated)
+
+    def _finish(self, job: _Job, picked: NDArray[np.intp] | None, total: int,
+                truncated: bool) -> RetrievedBundle:
+        """Build the records in ``picked`` and the bundle; emit ``memory:retrieval``."""
         request, pressure, am = job.request, job.pressure, job.am
-        profile = self.config.scoring.pressure[pressure]
+        profile = self._profiles[pressure]
         records: list[MemoryRecord] = []
-        total = 0
-        truncated = False
-        if am is not None and job.slots is not None and q is not None and tokens is not None:
-            slots = job.slots
-            chosen, total, truncated = rank_and_pack(q, am.key[slots], tokens, job.budget,
-                                                     request.limit, job.mean_tokens)
-            picked = slots[chosen]
+        if am is not None and picked is not None:
             if profile.compress:
                 records, total = self._compress(am, picked, self._ratio(profile), profile)
             else:
                 records = self._build(am, picked)
-        _, parts = self._weights_for(request.purpose, request.strategy, pressure,
-                                     job.term.similarities is not None)
-        live = am.live if am is not None else 0
+        parts = self._weights_for(request.purpose, request.strategy, pressure,
+                                  job.term.similarities is not None)[1]
+        candidates = job.candidates
+        budget = job.budget
         diagnostics = trusted(RetrievalDiagnostics, {
-            "candidate_count": job.candidates,
-            "filtered_count": live - job.candidates,
+            "candidate_count": candidates,
+            "filtered_count": (am.live if am is not None else 0) - candidates,
             "scoring_breakdown": list(parts),
             "time_ms": (time.perf_counter() - job.t0) * 1000.0,
             "compression_applied": profile.compress and bool(records),
             "pressure_state": pressure,
-            "budget": 0 if job.budget == NO_BUDGET else job.budget,
+            "budget": 0 if budget == NO_BUDGET else budget,
             "semantic_fallback": job.term.fallback,
         })
         bundle = trusted(RetrievedBundle, {
             "records": records,
             "total_tokens": total,
             "truncated": truncated,
-            "strategy_applied": request.strategy.value,
+            "strategy_applied": _STRATEGY_VALUES[request.strategy],
             "diagnostics": diagnostics,
         })
         if self.bus.wants(RetrievalPerformed.name):
             self.bus.emit(RetrievalPerformed(
                 agent_id=request.agent_id, purpose=request.purpose.value,
-                candidate_count=job.candidates, used=len(records), truncated=truncated,
+                candidate_count=candidates, used=len(records), truncated=truncated,
                 pressure_state=pressure.value))
         return bundle
 
