@@ -29,6 +29,8 @@ __all__ = [
     "TEXT_STRATEGIES",
     "TextStrategy",
     "compress_record",
+    "compress_text",
+    "compressed_copy",
     "ratio_truncate",
     "clip_to_tokens",
     "compressed_budget",
@@ -98,6 +100,36 @@ TEXT_STRATEGIES: Mapping[str, TextStrategy] = {
 """The compression registry: strategy name -> text function (content, tags, bound, counter)."""
 
 
+def compress_text(
+    content: str, tags: tuple[str, ...], tokens: int, *, strategy: str, ratio: float,
+    counter: TokenCounter,
+) -> tuple[str, int]:
+    """The compressed text of a record's ``content`` and its token count.
+
+    The text is bounded to :func:`compressed_budget` of ``tokens``; a pure function of its
+    arguments (for a pure ``counter``), so callers may cache it.
+
+    Raises:
+        KeyError: ``strategy`` is not in :data:`TEXT_STRATEGIES`.
+    """
+    text = TEXT_STRATEGIES[strategy](content, tags, compressed_budget(tokens, ratio), counter)
+    return text, counter.count(text)
+
+
+def compressed_copy(
+    record: MemoryRecord, text: str, tokens: int, *, drop_metadata: bool = False
+) -> MemoryRecord:
+    """A copy of ``record`` carrying ``text`` (of ``tokens`` tokens) as its content."""
+    values = dict(record.__dict__)
+    values["content"] = text
+    values["tokens_estimate"] = tokens
+    if drop_metadata:
+        meta = record.metadata
+        values["metadata"] = RecordMetadata(flagged=meta.flagged,
+                                            source_ref_ids=meta.source_ref_ids)
+    return trusted(MemoryRecord, values)
+
+
 def compress_record(
     record: MemoryRecord,
     *,
@@ -112,13 +144,7 @@ def compress_record(
         KeyError: ``strategy`` is not in :data:`TEXT_STRATEGIES` (config validation
             prevents this for engine calls).
     """
-    bound = compressed_budget(record.tokens_estimate or 0, ratio)
-    text = TEXT_STRATEGIES[strategy](record.content, record.metadata.tags, bound, counter)
-    values = dict(record.__dict__)
-    values["content"] = text
-    values["tokens_estimate"] = counter.count(text)
-    if drop_metadata:
-        meta = record.metadata
-        values["metadata"] = RecordMetadata(flagged=meta.flagged,
-                                            source_ref_ids=meta.source_ref_ids)
-    return trusted(MemoryRecord, values)
+    text, tokens = compress_text(record.content, record.metadata.tags,
+                                 record.tokens_estimate or 0, strategy=strategy, ratio=ratio,
+                                 counter=counter)
+    return compressed_copy(record, text, tokens, drop_metadata=drop_metadata)

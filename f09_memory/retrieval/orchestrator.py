@@ -28,7 +28,11 @@ from numpy.typing import NDArray
 
 from f09_memory.bus import EngineBus, RetrievalPerformed
 from f09_memory.canonical import quantize
-from f09_memory.compression.strategies import compress_record, compressed_budgets
+from f09_memory.compression.strategies import (
+    compress_text,
+    compressed_budgets,
+    compressed_copy,
+)
 from f09_memory.config.config import MemoryConfig
 from f09_memory.config.tables import PressureProfile
 from f09_memory.decay.decay import recency_scores
@@ -97,7 +101,7 @@ NO_BUDGET = 2**62
 """The packing budget of a request with ``limit`` and no ``max_tokens``."""
 
 _NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
-_COMPRESSED_MAX = 8192
+_COMPRESSED_MAX = 32_768
 _ALL_LAYERS = np.ones(len(LAYERS_BY_CODE), dtype=np.bool_)
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
 
@@ -138,7 +142,11 @@ class Retriever:
         self.bus = bus
         self.counter = counter
         self._build = build
-        self._compressed: dict[tuple[str, int, int, tuple[float, str, bool]], MemoryRecord] = {}
+        self._compressed: dict[tuple[str, tuple[float, str, bool]], dict[int, MemoryRecord]] = {}
+        self._compressed_count = 0
+        self._compressed_texts: dict[tuple[str, float, str, tuple[str, ...], int],
+                                     tuple[str, int]] = {}
+        """Compressed text and its token count by (strategy, ratio, content, tags, tokens)."""
         self._weights: dict[
             tuple[Purpose, Strategy, PressureState, bool],
             tuple[NDArray[np.float64], tuple[ScoreComponent, ...]],
@@ -485,24 +493,42 @@ class Retriever:
     def _compress(
         self, am: AgentMemory, slots: NDArray[np.intp], ratio: float, profile: PressureProfile
     ) -> tuple[list[MemoryRecord], int]:
-        """Compressed forms of the records in ``slots`` (cached per record version)."""
-        out: list[MemoryRecord] = []
-        total = 0
-        cache = self._compressed
+        """Compressed forms of the records in ``slots`` (cached per record version).
+
+        Cached like ``RecordReader`` caches built records: per agent and compression
+        settings, by the record's ``rev`` (changed by every change of the record); at most
+        ``_COMPRESSED_MAX`` objects, then the cache starts over. Compressed texts are cached
+        by what they depend on, so records with the same text are compressed once.
+        """
         settings = (ratio, profile.compression_strategy, profile.drop_metadata)
-        built: list[MemoryRecord] | None = None
-        for i, slot in enumerate(slots.tolist()):
-            ck = (am.agent_id, am.key.item(slot), am.rev.item(slot), settings)
-            hit = cache.get(ck)
-            if hit is None:
-                if built is None:
-                    built = self._build(am, slots)
-                hit = compress_record(
-                    built[i], strategy=profile.compression_strategy, ratio=ratio,
-                    counter=self.counter, drop_metadata=profile.drop_metadata)
-                if len(cache) >= _COMPRESSED_MAX:
-                    cache.clear()
-                cache[ck] = hit
-            out.append(hit)
-            total += hit.tokens_estimate or 0
-        return out, total
+        cache = self._compressed.get((am.agent_id, settings))
+        if cache is None:
+            cache = self._compressed[(am.agent_id, settings)] = {}
+        revs = am.rev[slots].tolist()
+        out = list(map(cache.get, revs))
+        if not all(out):  # a record object is always true: only misses are None
+            built = self._build(am, slots)
+            if self._compressed_count >= _COMPRESSED_MAX:
+                self._compressed.clear()
+                self._compressed_count = 0
+                cache = self._compressed[(am.agent_id, settings)] = {}
+            texts = self._compressed_texts
+            strategy = profile.compression_strategy
+            for i, rev in enumerate(revs):
+                if out[i] is None:
+                    record = built[i]
+                    tags = record.metadata.tags
+                    tokens = record.tokens_estimate or 0
+                    text_key = (strategy, ratio, record.content, tags, tokens)
+                    text = texts.get(text_key)
+                    if text is None:
+                        if len(texts) >= _COMPRESSED_MAX:
+                            texts.clear()
+                        text = texts[text_key] = compress_text(
+                            record.content, tags, tokens, strategy=strategy, ratio=ratio,
+                            counter=self.counter)
+                    out[i] = cache[rev] = compressed_copy(
+                        record, *text, drop_metadata=profile.drop_metadata)
+                    self._compressed_count += 1
+        records: list[MemoryRecord] = out  # type: ignore[assignment]
+        return records, sum(r.tokens_estimate or 0 for r in records)

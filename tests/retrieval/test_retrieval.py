@@ -7,6 +7,7 @@ import pytest
 from f09_memory import (
     MemoryConfig,
     MemoryEngine,
+    PressureState,
     RetrievalRequest,
     bundle_hash,
 )
@@ -209,3 +210,24 @@ def test_time_ms_is_measured_but_not_hashed() -> None:
     b2 = engine.retrieve(req(), now=2_000)
     assert b1.diagnostics.time_ms >= 0.0
     assert bundle_hash(b1) == bundle_hash(b2)
+
+
+def test_compressed_records_are_reused_while_unchanged_and_equal_compress_record() -> None:
+    from f09_memory.compression.strategies import compress_record
+
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    for i in range(6):  # two records share a text: compressed once, copied per record
+        engine.ingest("a", f"Saw the smith at the well {i % 5}. It rained all day.",
+                      tags=["well"], now=i)
+    engine.set_pressure("throttle")
+    request = RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=400)
+    first = engine.retrieve(request, now=10)
+    again = engine.retrieve_many([request], now=10)[0]
+    assert all(a is b for a, b in zip(first.records, again.records, strict=True))
+    profile = engine.config.scoring.pressure[PressureState.THROTTLE]
+    ratio = profile.compression_ratio or engine.config.throttle_compression_ratio
+    for record in first.records:
+        expected = compress_record(engine.get(record.id), strategy=profile.compression_strategy,
+                                   ratio=ratio, counter=engine.counter,
+                                   drop_metadata=profile.drop_metadata)
+        assert expected == record
