@@ -24,7 +24,7 @@ import math
 import operator
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
@@ -37,6 +37,9 @@ from f09_memory.schema.records import (
     SpatialMeta,
 )
 from f09_memory.schema.retrieval import RetrievalDiagnostics, RetrievedBundle, ScoreComponent
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 __all__ = [
     "DEFAULT_QUANTUM",
@@ -177,20 +180,24 @@ def record_digest(record: MemoryRecord) -> bytes:
     return hashlib.sha256(_encode(_record_form(record.__dict__)).encode("ascii")).digest()
 
 
-def _bundle_hash(bundle: RetrievedBundle,
-                 digest: Callable[[MemoryRecord], bytes]) -> str:
+def _bundle_head(bundle: RetrievedBundle) -> _Hash:
+    """sha256 state over the bundle's canonical tail (its totals and diagnostics)."""
     values = bundle.__dict__
-    records = values["records"]
     tail = [
         BUNDLE_FORM,
-        len(records),
+        len(values["records"]),
         values["total_tokens"],
         values["truncated"],
         values["strategy_applied"],
         _diagnostics_form(values["diagnostics"]),
     ]
-    h = hashlib.sha256(_encode(tail).encode("ascii"))
-    for record in records:
+    return hashlib.sha256(_encode(tail).encode("ascii"))
+
+
+def _bundle_hash(bundle: RetrievedBundle,
+                 digest: Callable[[MemoryRecord], bytes]) -> str:
+    h = _bundle_head(bundle)
+    for record in bundle.records:
         h.update(digest(record))
     return h.hexdigest()
 
@@ -220,25 +227,31 @@ class BundleHasher:
     """``bundle_hash`` that remembers record digests, for hashing every frame's bundles.
 
     The engine hands back the same record object while a record is unchanged, so a digest
-    is remembered by object identity (the object is kept with it, so the identity cannot
-    be reused); at most ``capacity`` digests are kept, then the memo starts over. The hashes
-    are exactly :func:`bundle_hash`'s.
+    is remembered by object identity (the object is kept alongside, so its identity cannot
+    be reused while remembered); at most ``capacity`` digests are kept, then the memo starts
+    over. A bundle's remembered digests are looked up in one pass and hashed in one update.
+    The hashes are exactly :func:`bundle_hash`'s.
     """
 
     def __init__(self, capacity: int = 65_536) -> None:
         self._capacity = capacity
-        self._memo: dict[int, tuple[MemoryRecord, bytes]] = {}
-
-    def _digest(self, record: MemoryRecord) -> bytes:
-        hit = self._memo.get(id(record))
-        if hit is not None and hit[0] is record:
-            return hit[1]
-        if len(self._memo) >= self._capacity:
-            self._memo.clear()
-        digest = record_digest(record)
-        self._memo[id(record)] = (record, digest)
-        return digest
+        self._memo: dict[int, bytes] = {}
+        self._kept: list[MemoryRecord] = []
 
     def __call__(self, bundle: RetrievedBundle) -> str:
         """The :func:`bundle_hash` of ``bundle``."""
-        return _bundle_hash(bundle, self._digest)
+        h = _bundle_head(bundle)
+        records = bundle.records
+        memo = self._memo
+        digests = list(map(memo.get, map(id, records)))
+        if not all(digests):  # a digest is 32 non-empty bytes: only misses are None
+            for i, found in enumerate(digests):
+                if found is None:
+                    record = records[i]
+                    if len(memo) >= self._capacity:
+                        memo.clear()
+                        self._kept.clear()
+                    digests[i] = memo[id(record)] = record_digest(record)
+                    self._kept.append(record)
+        h.update(b"".join(digests))  # type: ignore[arg-type]
+        return h.hexdigest()

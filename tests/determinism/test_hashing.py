@@ -246,3 +246,19 @@ def test_bundle_hasher_gives_bundle_hash_and_sees_changed_records() -> None:
 def _claim():  # type: ignore[no-untyped-def]
     from f09_memory.ingestion import Claim
     return Claim("smith", "owes", "3")
+
+
+def test_bundle_hasher_with_a_record_twice_and_a_memo_starting_over() -> None:
+    from f09_memory import MemoryEngine, RetrievalRequest
+    from f09_memory.determinism.hashing import BundleHasher, bundle_hash
+
+    engine = MemoryEngine()
+    for i in range(5):
+        engine.ingest("a", f"Fact number {i}.", importance=0.1 * i, now=i)
+    bundle = engine.retrieve(RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=400),
+                             now=9)
+    twice = bundle.model_copy(update={"records": [*bundle.records, bundle.records[0]]})
+    for capacity in (1, 2, 64):
+        hasher = BundleHasher(capacity=capacity)
+        assert [bundle_hash(b) for b in (bundle, twice, bundle)] == [
+            hasher(b) for b in (bundle, twice, bundle)]
