@@ -212,3 +212,18 @@ def test_ingested_records_format_their_ids_once_and_compare_like_lists() -> None
     assert list(many) == many
     assert "IngestedRecords(['a:0000000001', 'a:0000000002'])" == repr(many)
     e._check()
+
+
+def test_a_bundle_recalled_again_reuses_its_records_until_one_changes() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    ids = [engine.ingest("a", f"fact {i}", importance=0.5, now=i).id for i in range(4)]
+    request = RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=400)
+    first = engine.retrieve_many([request], now=10)[0]
+    again = engine.retrieve_many([request], now=10)[0]
+    assert first.records is not again.records
+    assert all(a is b for a, b in zip(first.records, again.records, strict=True))
+    engine.update(ids[1], content="fact one, corrected")
+    changed = engine.retrieve_many([request], now=10)[0]
+    assert [r.id for r in first.records] == [r.id for r in changed.records]
+    assert "fact one, corrected" in [r.content for r in changed.records]
+    assert engine.records("a") == sorted(changed.records, key=lambda r: r.id)
