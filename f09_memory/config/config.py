@@ -112,10 +112,10 @@ class TickCosts(_ConfigModel):
     compaction layer), plus ``scan_slot`` per slot: about 7 µs + 5 ns per slot."""
     scan_slot: PosInt = 1
     """Per slot of a vectorized pass over an agent's columns."""
-    expire: PosInt = 450
-    """Per record a TTL removes, with its event: about 2.2 µs."""
-    prune: PosInt = 450
-    """Per record compaction prunes from a layer over its cap, with its event: about 2.2 µs."""
+    expire: PosInt = 400
+    """Per record a TTL removes, with its event: about 2 µs."""
+    prune: PosInt = 1_000
+    """Per record compaction prunes from a layer over its cap, with its event: about 5 µs."""
     embed: PosInt = 1_100
     """Per text (re-)embedded by a tick (the hashing embedder, in batches: about 5.5 µs). A
     slower provider needs a larger value."""
@@ -123,15 +123,16 @@ class TickCosts(_ConfigModel):
     """Per vector inserted into an HNSW index being built: about 0.5 ms."""
     index_insert_exact: PosInt = 200
     """Per vector copied into an exact index being built: about 1 µs."""
-    summary_select: PosInt = 2_500
+    summary_select: PosInt = 1_200
     """Per source a summary task takes (selection heap, snapshot of content and tags): about
-    12 µs."""
-    summary_heuristic: PosInt = 2_000
-    """Per source of a local (heuristic) summary: key terms, text, coverage: about 10 µs."""
-    summary_apply: PosInt = 1_500
-    """Per source retired when a summary is applied (plus one ``summary_store``)."""
-    summary_store: PosInt = 6_000
-    """Per summary record stored (redaction, embedding, events): about 30 µs."""
+    6 µs."""
+    summary_heuristic: PosInt = 1_600
+    """Per source of a local (heuristic) summary: key terms, text, coverage: about 8 µs."""
+    summary_apply: PosInt = 1_100
+    """Per source retired when a summary is applied (plus one ``summary_store``): about
+    5.5 µs."""
+    summary_store: PosInt = 4_500
+    """Per summary record stored (redaction, embedding, events): about 22 µs."""
 
 
 class MemoryConfig(_ConfigModel):

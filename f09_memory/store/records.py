@@ -52,7 +52,9 @@ def content_fingerprint(layer: int, text: str) -> tuple[int, int]:
 
 def normalized_content(text: str) -> str:
     """The form ingest dedup compares: casefolded, whitespace collapsed, stripped."""
-    return _SPACES.sub(" ", text).strip().casefold()
+    if "  " in text or not text.isprintable():  # a run of spaces, or other whitespace
+        text = _SPACES.sub(" ", text)
+    return text.strip().casefold()
 
 
 def record_id(agent_id: str, key: int) -> str:
