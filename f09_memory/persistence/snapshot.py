@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 MAGIC = b"F09MEMORY-SNAPSHOT\n"
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
 
 
 def encode(value: Any) -> Any:

@@ -94,9 +94,9 @@ def _corrupt(data: bytes) -> bytes:
 @pytest.mark.parametrize(("mutate", "needle"), [
     (lambda d: d[: len(d) // 2], "truncated"),
     (_corrupt, "checksum"),
-    (lambda d: d.replace(b"version 2", b"version 9", 1), "version 9"),
+    (lambda d: d.replace(b"version 3", b"version 9", 1), "version 9"),
     (lambda d: b"PK\x03\x04 not ours", "not an f09-memory snapshot"),
-    (lambda d: MAGIC + b"version 2\n", "truncated inside its header"),
+    (lambda d: MAGIC + b"version 3\n", "truncated inside its header"),
 ])
 def test_bad_files_are_refused_naming_the_problem(tmp_path: Path, mutate, needle: str) -> None:
     engine = MemoryEngine(embedder=None)
