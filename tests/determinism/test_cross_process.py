@@ -42,3 +42,27 @@ def test_village_with_summarization_and_compaction_is_identical_across_processes
     for name in ["memory:summarization:queued", "memory:summarization:completed",
                  "memory:compaction"]:
         assert local.events.get(name, 0) > 0, name
+
+
+_GRID = """
+from f09_memory.determinism.gridworld import GridWorld, grid_engine, host_loop
+from f09_memory.determinism.hashing import bundle_hash
+engine = grid_engine(seed=9, retention_policy={"semantic_max": 12, "social_max": 10,
+                                               "procedural_max": 5, "protected_min": 3})
+hashes = []
+for step in host_loop(engine, GridWorld(agents=30, seed=9), 40, budget_ms=0.3,
+                      summarize_every=10):
+    hashes.extend(bundle_hash(b) for b in step.bundles[::7])
+print(engine.state_hash(), len(hashes), hashes[-1])
+"""
+
+
+def test_grid_world_with_budgeted_ticks_is_identical_across_processes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    outs = [subprocess.run([sys.executable, "-c", _GRID], capture_output=True, text=True,
+                           check=True, env=dict(os.environ, PYTHONHASHSEED=str(h))).stdout
+            for h in (0, 4242)]
+    assert outs[0] == outs[1] and len(outs[0].split()) == 3
