@@ -9,6 +9,9 @@ Output: a table by default (when stdout is not a terminal it is drawn wide enoug
 64-hex hash stays whole on its line, so ``| grep "state hash"`` works); ``--json`` prints one
 JSON object; ``--plain`` prints one ``key=value`` line per metric (``records.<layer>=N``,
 ``events.<name>=N``). ``f09-memory --version`` prints the installed version.
+
+``f09-memory calibrate-embedder [--embedder hashing|sentence-transformers]`` measures an
+embedder's cost per text on this machine and prints the ``tick_costs`` setting for it.
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ from rich.table import Table
 
 from f09_memory.config.config import MemoryConfig
 from f09_memory.determinism.scenario import VillageResult, run_village
+from f09_memory.embedding.calibrate import calibrate_embedder, sample_texts
+from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import MemoryEngineError
+from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import MemoryLayer
 
 __all__ = ["build_parser", "main", "plain_lines", "version"]
@@ -83,7 +89,36 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--plain", action="store_true",
                         help="print the summary as key=value lines (one per metric)")
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    cal = sub.add_parser("calibrate-embedder",
+                         help="measure an embedder's cost per text in tick work units")
+    cal.add_argument("--embedder", choices=("hashing", "sentence-transformers"),
+                     default="hashing", help="which embedder to measure (hashing)")
+    cal.add_argument("--model", default=None,
+                     help="sentence-transformers model name or path (the packaged MiniLM)")
+    cal.add_argument("--texts", type=_positive, default=256, help="texts per round (256)")
+    cal.add_argument("--batch-size", type=_positive, default=64, help="texts per call (64)")
+    cal.add_argument("--work-units-per-ms", type=_positive, default=200_000,
+                     help="the engine's work_units_per_ms (200000)")
     return parser
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    provider: EmbeddingProvider
+    if args.embedder == "hashing":
+        provider = HashingEmbedder()
+    else:
+        from f09_memory.embedding import SentenceTransformerEmbedder
+
+        provider = (SentenceTransformerEmbedder() if args.model is None
+                    else SentenceTransformerEmbedder(args.model))
+    result = calibrate_embedder(provider, texts=sample_texts(args.texts),
+                                batch_size=args.batch_size,
+                                work_units_per_ms=args.work_units_per_ms)
+    print(f"embedder={provider.version}")
+    print(f"usPerText={result.us_per_text:.2f}")
+    print(f"unitsPerText={result.units_per_text}")
+    print(f'setting: MemoryConfig(tick_costs={{"embed": {result.units_per_text}}})')
+    return 0
 
 
 def _summary(engine: MemoryEngine, result: VillageResult, wall_s: float) -> dict[str, object]:
@@ -190,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "calibrate-embedder":
+            return _calibrate(args)
     except MemoryEngineError as exc:
         print(f"f09-memory: {exc}", file=sys.stderr)
         return 2

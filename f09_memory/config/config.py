@@ -12,7 +12,8 @@ from f09_memory.redaction.patterns import compile_patterns
 from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer
 
-__all__ = ["ImportanceSettings", "MemoryConfig", "RetentionPolicy", "TickCosts"]
+__all__ = ["DEFAULT_EMBED_UNITS", "ImportanceSettings", "MemoryConfig", "RetentionPolicy",
+           "TickCosts"]
 
 PosInt = Annotated[StrictInt, Field(ge=1)]
 
@@ -91,6 +92,10 @@ class ImportanceSettings(_ConfigModel):
     novelty_min_word_len: Annotated[StrictInt, Field(ge=1, le=32)] = 4
 
 
+DEFAULT_EMBED_UNITS = 20_000
+"""``tick_costs.embed`` for a provider that declares no ``tick_cost_units`` (100 µs/text)."""
+
+
 class TickCosts(_ConfigModel):
     """The tick's cost model: what each kind of maintenance work costs, in work units.
 
@@ -116,9 +121,10 @@ class TickCosts(_ConfigModel):
     """Per record a TTL removes, with its event: about 2 µs."""
     prune: PosInt = 1_000
     """Per record compaction prunes from a layer over its cap, with its event: about 5 µs."""
-    embed: PosInt = 1_100
-    """Per text (re-)embedded by a tick (the hashing embedder, in batches: about 5.5 µs). A
-    slower provider needs a larger value."""
+    embed: PosInt | None = None
+    """Per text (re-)embedded by a tick. ``None``: the provider's own ``tick_cost_units``
+    (the hashing embedder declares 1,100, about 5.5 µs), else :data:`DEFAULT_EMBED_UNITS`.
+    A real model costs far more: measure it with ``f09-memory calibrate-embedder``."""
     index_insert: PosInt = 100_000
     """Per vector inserted into an HNSW index being built: about 0.5 ms."""
     index_insert_exact: PosInt = 200

@@ -4,11 +4,13 @@ Modules: ``hashing`` (HashingEmbedder: deterministic signed feature hashing, no 
 ``null`` (NullEmbedder, the explicit "no embeddings" provider, and ``is_available``),
 ``sentence_transformers`` (SentenceTransformerEmbedder, the optional ``[embeddings]`` extra,
 offline-capable), ``batching`` (embed_in_batches: slices, result checks, L2 normalization,
-error translation to MEMORY_EMBEDDING_FAILED). The provider contract itself,
+error translation to MEMORY_EMBEDDING_FAILED), ``calibrate`` (calibrate_embedder: an
+embedder's cost per text in the tick's work units). The provider contract itself,
 ``EmbeddingProvider``, lives in :mod:`f09_memory.protocols`.
 """
 
 from f09_memory.embedding.batching import check_texts, embed_in_batches, l2_normalize_rows
+from f09_memory.embedding.calibrate import EmbedderCalibration, calibrate_embedder, sample_texts
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import NullEmbedder, is_available
 from f09_memory.embedding.sentence_transformers import (
@@ -20,13 +22,16 @@ from f09_memory.embedding.sentence_transformers import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "EmbedderCalibration",
     "HashingEmbedder",
     "NullEmbedder",
     "SentenceTransformerEmbedder",
     "bundled_model_path",
+    "calibrate_embedder",
     "check_texts",
     "embed_in_batches",
     "is_available",
     "l2_normalize_rows",
     "resolve_model",
+    "sample_texts",
 ]

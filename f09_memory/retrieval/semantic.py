@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from sortedcontainers import SortedSet
 
 from f09_memory.bus import EmbeddingFailed, EngineBus
-from f09_memory.config.config import MemoryConfig
+from f09_memory.config.config import DEFAULT_EMBED_UNITS, MemoryConfig
 from f09_memory.embedding.batching import embed_in_batches
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
@@ -158,6 +158,20 @@ class SemanticMemory:
             am.drop_index()
         self.retry_all(store)
 
+    def embed_cost(self) -> int:
+        """Work units a tick charges per text it embeds.
+
+        ``tick_costs.embed`` if set, else the provider's ``tick_cost_units``, else
+        ``DEFAULT_EMBED_UNITS``.
+        """
+        configured = self.config.tick_costs.embed
+        if configured is not None:
+            return configured
+        declared = getattr(self.provider, "tick_cost_units", None)
+        if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+            return declared
+        return DEFAULT_EMBED_UNITS
+
     def retry_all(self, store: MemoryStore) -> None:
         """Let ``retry_slice`` look at every agent (a new provider, a loaded state)."""
         self.retry_agents.update(store.agent_ids())
@@ -223,7 +237,7 @@ class SemanticMemory:
         events: list[Any] = []
         if not self.available or not self.retry_agents:
             return 0, 0, events
-        cost = self.config.tick_costs.embed
+        cost = self.embed_cost()
         done = used = 0
         for agent_id in list(self.retry_agents):
             am = store.get(agent_id)
