@@ -408,7 +408,8 @@ class MemoryEngine(Journaled):
         """Build the agent's context bundle for ``request`` (spec section 9).
 
         The semantic term is the cosine similarity to the centroid of ``request.query``
-        (embedded once) and the optional ``query_vectors`` (``(n, dim)`` or ``(dim,)``).
+        (embedded once), ``request.query_vector`` and the optional ``query_vectors``
+        (``(n, dim)`` or ``(dim,)``).
 
         Ordering guarantee: quantized score descending, then id ascending; identical state
         and request give an identical bundle (``bundle_hash``) on any machine (with an HNSW
@@ -420,6 +421,7 @@ class MemoryEngine(Journaled):
             InputInvalidError: A malformed request.
         """
         req = self._prepare(RetrievalRequest.parse(request))
+        self._semantic.check_query_vectors([req])
         t = self._time(now)
         pressure = req.pressure_state or self._state.pressure
         semantic = self._semantic
@@ -465,6 +467,7 @@ class MemoryEngine(Journaled):
             self._retriever.budget_for(r, pressure)
             jobs.append((store.get(r.agent_id), r, pressure))
         t = self._time(now)
+        self._semantic.check_query_vectors(reqs)
         self._semantic.prepare_queries([r.query for r in reqs])  # one batched embedding call
         return self._retriever.retrieve_many(jobs, t, self._semantic.term)
 

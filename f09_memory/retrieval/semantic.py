@@ -351,6 +351,24 @@ class SemanticMemory:
         return used
 
     # ------------------------------------------------------------------ retrieval
+    def check_query_vectors(self, requests: Sequence[RetrievalRequest]) -> None:
+        """Raise before serving if a request's ``query_vector`` has the wrong dimension.
+
+        Raises:
+            InputInvalidError: The length is not ``provider.dim`` (the message names the
+                request's index).
+        """
+        if self.provider is None:
+            return
+        dim = self.provider.dim
+        for i, r in enumerate(requests):
+            if r.query_vector is not None and len(r.query_vector) != dim:
+                raise InputInvalidError(
+                    f"request {i}: query_vector has {len(r.query_vector)} values; the engine's "
+                    f"embedder makes {dim}-dimensional vectors: embed the query with the same "
+                    "model, or pass the query text instead",
+                    details={"index": i, "field": "query_vector", "dim": dim})
+
     def prepare_queries(self, texts: Sequence[str | None]) -> None:
         """Embed the distinct query texts not cached yet, in one batched call.
 
@@ -449,6 +467,10 @@ class SemanticMemory:
         """
         if not self.available:
             return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE.value), slots
+        if request.query_vector is not None:
+            given = np.asarray(request.query_vector, dtype=np.float32)[None, :]
+            query_vectors = given if query_vectors is None else np.concatenate(
+                (given, np.asarray(query_vectors, dtype=np.float32).reshape(-1, given.shape[1])))
         try:
             q = self.query_vector(request.query, query_vectors)
         except MemoryEngineError as exc:

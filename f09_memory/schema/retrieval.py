@@ -55,6 +55,11 @@ class RetrievalRequest(BoundaryModel):
     """Only records whose recency anchor is before this logical time."""
     attributes: dict[Annotated[str, Field(max_length=256)], AttributeValue] | None = None
     """Only records whose ``metadata.attributes`` hold every one of these key/value pairs."""
+    query_vector: tuple[Annotated[float, Field(allow_inf_nan=False)], ...] | None = Field(
+        default=None, min_length=2, max_length=8192)
+    """A query embedding computed elsewhere (the host's own model or server), used like the
+    embedding of ``query`` (both: their centroid). Finite; its length must be the engine's
+    embedding dimension (checked when the request is served, before any bundle is built)."""
 
     def has_filters(self) -> bool:
         """Whether any filter beyond layer policy, TTL and status is set."""
