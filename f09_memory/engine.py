@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -492,6 +493,25 @@ class MemoryEngine(Journaled):
             self._semantic.retry_all(self._state.store)
         self._reader.clear()
 
+    def set_embed_executor(self, executor: Executor | None) -> None:
+        """Run async embedding jobs (``embedding_mode="async"``) on ``executor``.
+
+        ``None`` goes back to the engine's own one-thread pool. The executor only decides
+        where the model runs: vectors are attached at the same logical tick either way.
+
+        Raises:
+            InputInvalidError: The engine is not in async embedding mode, or ``executor``
+                has no ``submit``.
+        """
+        pending = self._semantic.pending
+        if pending is None:
+            raise InputInvalidError("set_embed_executor needs MemoryConfig(embedding_mode="
+                                    "'async')", details={"field": "embedding_mode"})
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise InputInvalidError("executor must be a concurrent.futures.Executor",
+                                    details={"field": "executor"})
+        pending.set_executor(executor)
+
     # ------------------------------------------------------------------ maintenance
     def summarize_pending(self, llm: LLMClient, *, now: int | None = None,
                           timeout_ms: int | None = None) -> list[SummaryOutcome]:
@@ -561,8 +581,10 @@ class MemoryEngine(Journaled):
 
     # ------------------------------------------------------------------ persistence
     def _snapshot_bytes(self) -> bytes:
+        pending = self._semantic.pending
         manifest, arrays = get_state(self._state, self.summarization.summarizer,
-                                     self._semantic.version)
+                                     self._semantic.version,
+                                     None if pending is None else pending.get_state())
         return snapshot.dumps(manifest, arrays)
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -125,6 +125,9 @@ class TickCosts(_ConfigModel):
     """Per text (re-)embedded by a tick. ``None``: the provider's own ``tick_cost_units``
     (the hashing embedder declares 1,100, about 5.5 µs), else :data:`DEFAULT_EMBED_UNITS`.
     A real model costs far more: measure it with ``f09-memory calibrate-embedder``."""
+    embed_apply: PosInt = 200
+    """Per vector an async embedding job attaches at a tick: about 1 µs (plus the wait for
+    the worker, which the host sizes with ``embedding_latency_ms``)."""
     index_insert: PosInt = 100_000
     """Per vector inserted into an HNSW index being built: about 0.5 ms."""
     index_insert_exact: PosInt = 200
@@ -197,6 +200,13 @@ class MemoryConfig(_ConfigModel):
 
     # embedding and vector index (index 6, 7)
     embedding_batch_size: Annotated[StrictInt, Field(ge=1, le=100_000)] = 64
+    embedding_mode: Literal["sync", "async"] = "sync"
+    """``sync``: ``ingest`` embeds its records before it returns. ``async``: a worker embeds
+    them and the first ``tick`` at or after ``ingest time + embedding_latency_ms`` attaches
+    the vectors (waiting for the worker there if needed): ingest never waits for the model,
+    and results depend on logical time only."""
+    embedding_latency_ms: Annotated[StrictInt, Field(ge=0, le=2**62)] = 0
+    """Async mode: logical delay before a tick attaches an ingest's vectors."""
     exact_index_max: Annotated[StrictInt, Field(ge=1)] = 20_000
     """Agents with more embedded records than this use the HNSW index instead of exact scan."""
     hnsw_m: Annotated[StrictInt, Field(ge=2, le=256)] = 16

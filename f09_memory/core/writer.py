@@ -224,7 +224,12 @@ class Writer:
         if semantic.available:
             texts = [text for _, new, *_ in added for text in new.content]
             keys = [(am, k) for am, new, *_ in added for k in new.keys]
-            vectors = semantic.embed_keys(keys, texts, events)
+            if semantic.pending is not None:  # async mode: a later tick attaches them
+                if texts:
+                    semantic.submit(keys, texts, now)
+                vectors = None
+            else:
+                vectors = semantic.embed_keys(keys, texts, events)
             if vectors is not None:
                 row = 0
                 once = len({id(item[0]) for item in added}) == len(added)

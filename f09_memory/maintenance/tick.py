@@ -5,7 +5,8 @@ the cost model (``MemoryConfig.tick_costs``, calibrated against measured time on
 reference machine: ``benchmarks/bench_tick_costs.py``). Work is counted, never timed, so the
 same calls do the same work on every machine. A tick:
 
-1. checks every agent at once (vectorized over the agents, ``tick_costs.agent`` each): which
+1. attaches the vectors of async embedding jobs that came due (``embedding_mode="async"``),
+   then checks every agent at once (vectorized over the agents, ``tick_costs.agent`` each): which
    have a TTL deadline passed, which are due a summarization check, which layers are over
    their caps. Decay is lazy (a record's decayed importance is a pure function of ``now``,
    computed where it is used), so no pass rewrites it and no agent waits for decay;
@@ -104,7 +105,8 @@ class TickReport:
         summaries_applied: Tasks finished without the LLM (heuristic, skipped, timed out)
             and applied this tick.
         timed_out: Running tasks whose LLM answer was overdue (heuristic summary instead).
-        embedded: Records (re-)embedded this tick (earlier failures, or a new provider).
+        embedded: Records (re-)embedded this tick (earlier failures, a new provider, or the
+            async embedding jobs that came due).
         pressure: The pressure state in force after the tick.
         backlog: What is left for later ticks.
         behind: Whether the backlog has grown ``tick_behind_after`` ticks in a row.
@@ -178,6 +180,8 @@ class Maintenance:
         n = len(agents)
         budget.spend(n * costs.agent)
         events: list[Any] = []
+        attached = self._semantic.apply_due(state.store, now, events)  # async embedding
+        budget.spend(attached * costs.embed_apply)
         summarization = self._summarization
         timed_out = summarization.time_out(now, events)
         applied = summarization.apply_ready(budget, costs, events)
@@ -243,7 +247,7 @@ class Maintenance:
             cycle_complete=left == 0,
             pruned=pruned,
             summaries_queued=queued,
-            embedded=embedded,
+            embedded=embedded + attached,
             pressure=state.pressure,
             summaries_applied=applied,
             timed_out=timed_out,

@@ -56,9 +56,12 @@ def _split(blob: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
     return out
 
 
-def get_state(state: EngineState, summarizer: Summarizer,
-              embedder_version: str | None) -> tuple[dict[str, Any], Arrays]:
-    """The engine's complete state: ``(manifest, arrays)`` for ``persistence.snapshot``."""
+def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str | None,
+              embed_jobs: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], Arrays]:
+    """The engine's complete state: ``(manifest, arrays)`` for ``persistence.snapshot``.
+
+    ``embed_jobs`` are the pending async embedding jobs (``AsyncEmbedding.get_state``).
+    """
     columns: dict[str, list[NDArray[Any]]] = {name: [] for name in COLUMNS}
     texts: list[str] = []
     words: list[str] = []
@@ -116,6 +119,7 @@ def get_state(state: EngineState, summarizer: Summarizer,
         "backlog": [state.backlog_total, state.backlog_streak],
         "summarizer": summarizer.get_state(),
         "embedderVersion": embedder_version,
+        "embedJobs": embed_jobs or [],
         "tags": state.store.tags.get_state(),
         "agents": agents,
     }
@@ -228,6 +232,8 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
         state.backlog_total, state.backlog_streak = (int(x) for x in manifest["backlog"])
         summarizer.set_state(manifest["summarizer"])
         semantic.retry_all(state.store)
+        if semantic.pending is not None:
+            semantic.pending.set_state(manifest["embedJobs"] if same_vectors else [])
     except MemoryEngineError as exc:
         raise SnapshotInvalidError(f"the snapshot's state is inconsistent: {exc.message}",
                                    details={"cause": exc.code.value}) from exc

@@ -38,9 +38,11 @@ from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider, VectorIndex
+from f09_memory.retrieval.async_embedding import AsyncEmbedding
 from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import record_id
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 from f09_memory.vector_index.hnsw import HnswIndex
@@ -121,6 +123,10 @@ class SemanticMemory:
         self.version: str | None = None
         self._queries: dict[str, NDArray[np.float32]] = {}
         self._centroids: dict[str, tuple[NDArray[np.float32] | None]] = {}
+        self.pending: AsyncEmbedding | None = (
+            AsyncEmbedding(self._embed, config.embedding_latency_ms)
+            if config.embedding_mode == "async" else None)
+        """Async mode: the embedding jobs waiting for their tick."""
         self.retry_agents: SortedSet = SortedSet()
         """Agents that may hold live un-embedded records (failed or stale), in id order:
         ``retry_slice`` visits only these and drops those it finds done."""
@@ -153,6 +159,8 @@ class SemanticMemory:
 
     def invalidate(self, store: MemoryStore) -> None:
         """Mark every vector stale and drop every index (after a provider change)."""
+        if self.pending is not None:
+            self.pending.drop()
         for am in store:
             am.clear_embedded()
             am.drop_index()
@@ -216,6 +224,50 @@ class SemanticMemory:
         if am.index is not None:
             am.index.add(np.array([key], dtype=np.int64), vector[None, :])
 
+    def submit(self, keys: Sequence[tuple[AgentMemory, int]], texts: Sequence[str],
+               now: int) -> None:
+        """Async mode: hand records' texts to the worker (see ``retrieval.async_embedding``)."""
+        assert self.pending is not None
+        self.pending.submit([(am.agent_id, key) for am, key in keys], list(texts), now)
+
+    def apply_due(self, store: MemoryStore, now: int, events: list[Any]) -> int:
+        """Attach the vectors of the async jobs due at ``now`` (waiting for the worker).
+
+        A record that left the store, was re-embedded meanwhile, or whose content changed is
+        skipped (a changed one is re-embedded by a later tick). A failed job is reported
+        (``memory:embedding:failed``) and its records retried by later ticks. Returns how
+        many vectors were attached.
+        """
+        if self.pending is None or not self.available:
+            return 0
+        done = 0
+        for job in self.pending.take_due(now):
+            assert job.future is not None
+            try:
+                vectors = job.future.result()
+            except Exception as exc:  # the provider's failure, raised on the worker
+                reason = exc.message if isinstance(exc, MemoryEngineError) else str(exc)
+                by_agent: dict[str, list[str]] = {}
+                for agent_id, key in job.keys:
+                    by_agent.setdefault(agent_id, []).append(record_id(agent_id, key))
+                self.retry_agents.update(by_agent)
+                events.extend(EmbeddingFailed(
+                    agent_id=a, record_ids=tuple(ids),
+                    reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {reason}"[:300])
+                    for a, ids in by_agent.items())
+                continue
+            for i, (agent_id, key) in enumerate(job.keys):
+                am = store.get(agent_id)
+                slot = None if am is None else am.slot_of.get(key)
+                if am is None or slot is None or am.embedded.item(slot):
+                    continue
+                if am.content[slot] != job.texts[i]:
+                    self.retry_agents.add(agent_id)
+                    continue
+                self.attach(am, slot, key, vectors[i])
+                done += 1
+        return done
+
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
                     vectors: NDArray[np.float32]) -> None:
         """:meth:`attach` for several records of one agent (one block copy)."""
@@ -246,6 +298,9 @@ class SemanticMemory:
                 continue
             hi = am.hi
             waiting = am.alive[:hi] & ~am.embedded[:hi]
+            queued = None if self.pending is None else self.pending.keys.get(agent_id)
+            if queued:  # an async job will attach these at its tick
+                waiting &= ~np.isin(am.key[:hi], np.fromiter(queued, np.int64, len(queued)))
             todo = _slice_in_key_order(am, waiting, budget, used, cost)
             if todo is None:
                 break
@@ -271,14 +326,20 @@ class SemanticMemory:
 
     # ------------------------------------------------------------------ indexes
     def retry_backlog(self, store: MemoryStore) -> int:
-        """Live records waiting to be (re-)embedded (0 without a usable provider)."""
+        """Live records waiting to be (re-)embedded, async jobs' texts included.
+
+        0 without a usable provider.
+        """
         if not self.available:
             return 0
-        total = 0
+        pending = self.pending
+        total = 0 if pending is None else pending.waiting
         for agent_id in self.retry_agents:
             am = store.get(agent_id)
             if am is not None:
-                total += int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
+                queued = 0 if pending is None else len(pending.keys.get(agent_id, ()))
+                count = int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
+                total += max(0, count - queued)  # queued ones are counted with their job
         return total
 
     def index_candidates(self, agents: Sequence[AgentMemory],

@@ -1,0 +1,137 @@
+"""Asynchronous embedding at ingest, applied at a logical point (``embedding_mode="async"``).
+
+With a real model, embedding at ingest costs milliseconds per text, more than a frame can
+give. In async mode ``ingest`` stores the records un-embedded and hands their texts to a
+worker (a one-thread pool, or an executor the host passes with
+``engine.set_embed_executor``); it never waits for the model. The vectors are attached by
+the first ``tick`` at or after ``ingest time + embedding_latency_ms`` (logical time), which
+waits there for the worker if it is not done yet. So when a record gains its semantic term
+depends only on logical time, never on thread timing: until then it scores 0 on that term,
+in every run. Pending jobs (their texts and due times) are saved with the engine and
+submitted again on load.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["AsyncEmbedding", "EmbedJob"]
+
+Embed = Callable[[Sequence[str]], NDArray[np.float32]]
+
+
+@dataclass(slots=True)
+class EmbedJob:
+    """Texts of one ingest call on their way through the worker.
+
+    Attributes:
+        due: The logical time at which a tick attaches the vectors.
+        keys: ``(agent_id, key)`` of each text's record.
+        texts: The (redacted) contents, as stored.
+        future: The worker's result.
+    """
+
+    due: int
+    keys: list[tuple[str, int]]
+    texts: list[str]
+    future: Future[NDArray[np.float32]] | None = None
+
+
+class AsyncEmbedding:
+    """The queue of embedding jobs of one engine, oldest first.
+
+    Args:
+        embed: Turns texts into unit float32 rows (runs on the worker).
+        latency_ms: Logical delay between an ingest and the tick that applies its vectors.
+    """
+
+    def __init__(self, embed: Embed, latency_ms: int) -> None:
+        self._embed = embed
+        self.latency_ms = latency_ms
+        self.jobs: deque[EmbedJob] = deque()
+        self.keys: dict[str, set[int]] = {}
+        """Per agent, the keys of pending jobs (``tick``'s retries leave them alone)."""
+        self._executor: Executor | None = None
+        self._own: ThreadPoolExecutor | None = None
+
+    def set_executor(self, executor: Executor | None) -> None:
+        """Run jobs on ``executor`` from now on (``None``: a private one-thread pool)."""
+        self._executor = executor
+
+    def _pool(self) -> Executor:
+        if self._executor is not None:
+            return self._executor
+        if self._own is None:
+            self._own = ThreadPoolExecutor(max_workers=1, thread_name_prefix="f09-embed")
+        return self._own
+
+    def submit(self, keys: list[tuple[str, int]], texts: list[str], now: int) -> None:
+        """Queue the texts of records stored at ``now``."""
+        job = EmbedJob(now + self.latency_ms, keys, texts)
+        job.future = self._pool().submit(self._embed, texts)
+        self._queue(job)
+
+    def _queue(self, job: EmbedJob) -> None:
+        self.jobs.append(job)
+        for agent_id, key in job.keys:
+            self.keys.setdefault(agent_id, set()).add(key)
+
+    def _forget(self, job: EmbedJob) -> None:
+        for agent_id, key in job.keys:
+            waiting = self.keys.get(agent_id)
+            if waiting is not None:
+                waiting.discard(key)
+                if not waiting:
+                    del self.keys[agent_id]
+
+    def take_due(self, now: int) -> list[EmbedJob]:
+        """Remove and return the jobs due at or before ``now``, oldest first."""
+        out = []
+        while self.jobs and self.jobs[0].due <= now:
+            job = self.jobs.popleft()
+            self._forget(job)
+            out.append(job)
+        return out
+
+    @property
+    def waiting(self) -> int:
+        """Texts submitted and not applied yet."""
+        return sum(len(job.texts) for job in self.jobs)
+
+    def drop(self) -> None:
+        """Forget every pending job (a new provider: the records are re-embedded anyway)."""
+        for job in self.jobs:
+            if job.future is not None:
+                job.future.cancel()
+        self.jobs.clear()
+        self.keys.clear()
+
+    def get_state(self) -> list[dict[str, Any]]:
+        """The pending jobs, JSON-safe (due time, keys, texts)."""
+        return [{"due": j.due, "keys": [[a, k] for a, k in j.keys], "texts": list(j.texts)}
+                for j in self.jobs]
+
+    def set_state(self, jobs: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the queue with saved jobs and submit them again.
+
+        Raises:
+            ValueError: A job is malformed.
+        """
+        restored = []
+        for j in jobs:
+            keys = [(str(a), int(k)) for a, k in j["keys"]]
+            texts = [str(t) for t in j["texts"]]
+            if len(keys) != len(texts):
+                raise ValueError("an embedding job's keys and texts differ in length")
+            restored.append(EmbedJob(int(j["due"]), keys, texts))
+        self.drop()
+        for job in restored:
+            job.future = self._pool().submit(self._embed, job.texts)
+            self._queue(job)

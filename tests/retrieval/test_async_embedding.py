@@ -1,0 +1,111 @@
+"""Async embedding: ingest never waits for the model; vectors land at a logical tick."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
+from f09_memory.embedding import HashingEmbedder
+from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.testing import capture_events
+
+
+class GatedEmbedder(HashingEmbedder):
+    """The hashing embedder behind a gate: embed() waits until the test opens it."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.gate = threading.Event()
+        self.threads: set[str] = set()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.threads.add(threading.current_thread().name)
+        assert self.gate.wait(10.0)
+        return super().embed(texts)
+
+
+def _engine(embedder: HashingEmbedder, latency: int = 100) -> MemoryEngine:
+    cfg = MemoryConfig(embedding_dim=16, embedding_mode="async",
+                       embedding_latency_ms=latency)
+    return MemoryEngine(cfg, embedder=embedder)
+
+
+def _req(query: str) -> RetrievalRequest:
+    return RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=200,
+                            strategy="semantic", query=query)
+
+
+def test_ingest_returns_before_the_model_and_the_tick_applies_at_the_due_time() -> None:
+    model = GatedEmbedder()
+    engine = _engine(model)
+    records = engine.ingest_many("a", ["the smith forged a sword", "bread at the market"],
+                                 now=0)  # the gate is shut: this returns anyway
+    assert [None, None] == [r.embedding_ref for r in records]
+    assert 0 == engine.tick(99).embedded  # not due yet: the worker's speed does not matter
+    model.gate.set()
+    report = engine.tick(100)
+    assert 2 == report.embedded and 0 == report.backlog.embedding_retries
+    assert all(r.embedding_ref for r in engine.records("a"))
+    assert "threading" not in model.threads and any("f09-embed" in t for t in model.threads)
+
+
+def test_async_results_equal_sync_results_once_applied() -> None:
+    sync = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=HashingEmbedder(16))
+    lazy = _engine(HashingEmbedder(16), latency=0)
+    for engine in (sync, lazy):
+        engine.ingest_many("a", ["a storm over the river", "the guard lost his key",
+                                 "the smith forged a sword"], now=0)
+    assert bundle_hash(lazy.retrieve(_req("sword"), now=0)) != bundle_hash(
+        sync.retrieve(_req("sword"), now=0))  # no semantic term before the tick
+    lazy.tick(0)
+    sync.tick(0)
+    assert bundle_hash(lazy.retrieve(_req("sword"), now=1)) == bundle_hash(
+        sync.retrieve(_req("sword"), now=1))
+    assert lazy.records("a") == sync.records("a")  # (state hashes differ: the configs do)
+
+
+def test_a_host_executor_runs_the_jobs_and_pending_jobs_survive_save_and_load(
+        tmp_path: Path) -> None:
+    engine = _engine(HashingEmbedder(16), latency=50)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-pool") as pool:
+        engine.set_embed_executor(pool)
+        engine.ingest("a", "the smith forged a sword", now=0)
+        engine.save(tmp_path / "e.f09")
+        loaded = MemoryEngine.load(tmp_path / "e.f09", embedder=HashingEmbedder(16))
+        assert 0 == loaded.tick(49).embedded and 1 == loaded.tick(50).embedded
+        assert 1 == engine.tick(50).embedded
+    assert loaded.state_hash() == engine.state_hash()
+
+
+def test_a_failing_model_is_reported_at_the_due_tick_and_retried() -> None:
+    class Failing(HashingEmbedder):
+        fail = True
+
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+            if Failing.fail:
+                raise RuntimeError("model crashed")
+            return super().embed(texts)
+
+    engine = _engine(Failing(16), latency=10)
+    engine.ingest("a", "a storm over the river", now=0)
+    with capture_events(engine.bus, "memory:embedding:failed") as log:
+        report = engine.tick(10)
+    assert 0 == report.embedded and 2 == len(log.events)  # the job, then the retry
+    Failing.fail = False
+    assert 1 == engine.tick(11).embedded  # retried by the next tick
+
+
+def test_set_embed_executor_needs_async_mode_and_an_executor() -> None:
+    sync = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=HashingEmbedder(16))
+    with pytest.raises(MemoryEngineError) as info:
+        sync.set_embed_executor(None)
+    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+    with pytest.raises(MemoryEngineError):
+        _engine(HashingEmbedder(16)).set_embed_executor(object())  # type: ignore[arg-type]
