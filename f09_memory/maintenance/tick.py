@@ -229,7 +229,7 @@ class Maintenance:
         backlog = TickBacklog(
             agents_due=left,
             over_soft_caps=over_soft,
-            pending_summaries=len(summarization.summarizer.pending())
+            pending_summaries=summarization.summarizer.pending_count
             + summarization.summarizer.ready_count,
             embedding_retries=self._semantic.retry_backlog(state.store),
             index_work=self._semantic.index_backlog(indexing),

@@ -283,6 +283,11 @@ class Summarizer:
                  if agent_id is None or p.task.agent_id == agent_id]
         return sorted(tasks, key=lambda t: (t.created_at, t.id))
 
+    @property
+    def pending_count(self) -> int:
+        """Queued and running tasks. O(1)."""
+        return len(self._pending)
+
     def next_check(self, agent_id: str) -> int:
         """The logical time from which ``schedule`` looks at ``agent_id`` again (0: now)."""
         return self._next.get(agent_id, 0)
