@@ -142,7 +142,10 @@ class MemoryEngine(Journaled):
         self._state = EngineState.new(config, seed)
         if isinstance(embedder, DefaultEmbedder):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
-        self._semantic = SemanticMemory(config, self.bus, embedder, seed)
+        query_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
+        self._semantic = SemanticMemory(
+            config, self.bus, embedder, seed,
+            redact=query_redactor.redact_text if config.redaction_mode else None)
         self._reader = RecordReader(self._state.store, lambda: self._semantic.version)
         self._retriever = Retriever(config, self.bus, self.counter, self._reader.build_many)
         self._ingestor = Ingestor(config, self.counter)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
-from f09_memory.testing import capture_events
+from f09_memory.testing import FakeEmbedder, capture_events
 
 EMAIL = "mara.the.smith@forge.example.com"
 UUID = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"
@@ -56,3 +59,39 @@ def test_custom_pattern_from_config_is_applied() -> None:
     engine = MemoryEngine(MemoryConfig(redact_patterns=("EMAIL", r"guild-pass-\d+")))
     rec = engine.ingest("npc", "the word is guild-pass-4471", now=0)
     assert "guild-pass-4471" not in rec.content
+
+
+class _RecordingEmbedder(FakeEmbedder):
+    """Keeps every text it was asked to embed (what a remote embedder would receive)."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=16)
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_query_texts_are_redacted_before_they_reach_the_embedder(many: bool) -> None:
+    embedder = _RecordingEmbedder()
+    engine = MemoryEngine(MemoryConfig(), embedder=embedder)
+    rec = engine.ingest("npc", f"Mara wrote from {EMAIL}", now=0)
+    request = RetrievalRequest(agent_id="npc", purpose="dialog", max_tokens=500,
+                               strategy="semantic", query=f"who is {EMAIL}, card {CARD}?")
+    bundle = engine.retrieve_many([request], now=1)[0] if many else engine.retrieve(request,
+                                                                                     now=1)
+    for secret in SECRETS:
+        assert all(secret not in text for text in embedder.seen), secret
+    assert 2 == len(embedder.seen) and "<REDACT:sha256-" in embedder.seen[1]
+    assert [rec.id] == [r.id for r in bundle.records]
+
+
+def test_query_texts_reach_the_embedder_as_given_when_redaction_is_off() -> None:
+    embedder = _RecordingEmbedder()
+    engine = MemoryEngine(MemoryConfig(redaction_mode=False), embedder=embedder)
+    engine.ingest("npc", "a letter", now=0)
+    engine.retrieve(RetrievalRequest(agent_id="npc", purpose="dialog", max_tokens=500,
+                                     query=f"from {EMAIL}"), now=1)
+    assert f"from {EMAIL}" == embedder.seen[-1]

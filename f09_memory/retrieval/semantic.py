@@ -3,6 +3,9 @@
 - At ingest, a batch's contents are embedded in one ``embed_in_batches`` call. A provider
   that raises is reported (``memory:embedding:failed``, code ``MEMORY_EMBEDDING_FAILED``);
   the records are stored anyway, un-embedded, and ``tick`` retries them.
+- Query texts reach the provider through ``redact`` (the engine's redactor while redaction
+  mode is ON), as stored records were redacted at ingest: no raw private data leaves
+  through a remote embedder, and a query's placeholders match the records'.
 - A provider with a new ``version`` marks every vector stale; ``tick`` re-embeds in bounded
   slices (counted work, deterministic), never in one stall.
 - ``semantic = max(0, cos(record, query centroid))``. The centroid is the normalized mean of
@@ -22,7 +25,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import attrgetter, is_not, itemgetter
 from typing import Any
@@ -114,11 +117,14 @@ class SemanticMemory:
     """Owns the embedding provider and every agent's vectors and index."""
 
     def __init__(
-        self, config: MemoryConfig, bus: EngineBus, provider: EmbeddingProvider | None, seed: int
+        self, config: MemoryConfig, bus: EngineBus, provider: EmbeddingProvider | None, seed: int,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.config = config
         self.bus = bus
         self.seed = seed
+        self.redact = redact
+        """Applied to query texts before they are embedded (``None``: sent as given)."""
         self.provider: EmbeddingProvider | None = None
         self.version: str | None = None
         self._queries: dict[str, NDArray[np.float32]] = {}
@@ -192,6 +198,10 @@ class SemanticMemory:
             # Our own embedder returns finite unit float32 rows already: skip the re-checks.
             return provider.embed(texts)
         return embed_in_batches(provider, texts, self.config.embedding_batch_size)
+
+    def _embed_queries(self, texts: list[str]) -> NDArray[np.float32]:
+        redact = self.redact
+        return self._embed(texts if redact is None else [redact(t) for t in texts])
 
     def embed_keys(
         self, keys: Sequence[tuple[AgentMemory, int]], texts: Sequence[str], events: list[Any]
@@ -441,7 +451,7 @@ class SemanticMemory:
         if not todo:
             return
         try:
-            vectors = self._embed(todo)
+            vectors = self._embed_queries(todo)
         except MemoryEngineError:
             return
         for text, vector in zip(todo[-_QUERY_CACHE_MAX:], vectors[-_QUERY_CACHE_MAX:],
@@ -471,7 +481,7 @@ class SemanticMemory:
         if text:
             cached = self._queries.get(text)
             if cached is None:
-                cached = self._embed([text])[0]
+                cached = self._embed_queries([text])[0]
                 if len(self._queries) >= _QUERY_CACHE_MAX:
                     self._queries.pop(next(iter(self._queries)))
                 self._queries[text] = cached
