@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from f09_memory import (
+    EmbeddingProvider,
     ErrorCode,
     MemoryConfig,
     MemoryEngine,
@@ -16,6 +17,7 @@ from f09_memory import (
     bundle_hash,
 )
 from f09_memory.bus import RecordCreated
+from f09_memory.embedding import OpenAICompatibleEmbedder
 
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
 rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
@@ -42,3 +44,9 @@ try:
     engine.get("npc-1:0000009999")
 except MemoryEngineError as exc:
     code: ErrorCode = exc.code
+
+remote = OpenAICompatibleEmbedder("http://localhost:11434", "nomic-embed-text", dim=768,
+                                  max_retries=2, timeout_s=5.0)
+provider: EmbeddingProvider = remote
+remote_engine = MemoryEngine(MemoryConfig(), embedder=provider)
+remote.close()
