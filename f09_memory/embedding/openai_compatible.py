@@ -103,10 +103,14 @@ def embeddings_url(base_url: str) -> str:
             details={"field": "base_url"},
         )
     parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise ConfigInvalidError(
-            "base_url must start with http:// or https:// and name a host, e.g. "
-            "'http://localhost:11434'",
+            "base_url must start with http:// or https:// and name a host (and a valid "
+            "port, if any), e.g. 'http://localhost:11434'",
             details={"field": "base_url"},
         )
     if parts.username is not None or parts.password is not None:

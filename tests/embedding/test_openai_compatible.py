@@ -474,6 +474,8 @@ def test_openai_key_goes_to_openai_only_and_empty_key_sends_none(make, server,
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"base_url": "localhost:11434"}, "base_url"),
     ({"base_url": "ftp://h"}, "base_url"),
+    ({"base_url": "http://h:99999"}, "base_url"),
+    ({"base_url": "http://h:port"}, "base_url"),
     ({"base_url": ""}, "base_url"),
     ({"base_url": "http://user:secret@h"}, "base_url"),
     ({"base_url": "http://h/v1?key=1"}, "base_url"),
