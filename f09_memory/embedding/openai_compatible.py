@@ -230,6 +230,10 @@ class OpenAICompatibleEmbedder:
 
     available = True
     """Always True once constructed (a failing server raises EmbeddingFailedError per call)."""
+    tick_cost_units = 200_000
+    """Work units ``tick`` charges per text it re-embeds: 1 ms, a round trip of a batch of 64
+    spread over its texts. Measure yours with ``calibrate_embedder``; for ingest, prefer
+    ``embedding_mode="async"`` so no frame waits for the network."""
 
     def __init__(
         self,
