@@ -57,8 +57,9 @@ def test_compaction_slices_for_an_agent_with_10k_records(benchmark) -> None:
     clock = itertools.count(1)
 
     def setup():
-        engine = MemoryEngine(MemoryConfig(retention_policy={"semantic_max": 400}),
-                              embedder=None)
+        # a bulk load past the cap (no hard cap at ingest): ticks compact it in slices
+        engine = MemoryEngine(MemoryConfig(retention_policy={"semantic_max": 400},
+                                           hard_cap_slack=None), embedder=None)
         engine.ingest_many("npc", [{"content": f"fact {i}", "layer": "semantic",
                                     "importance": (i % 100) / 100} for i in range(10_000)],
                            now=0)
