@@ -232,6 +232,12 @@ class Retriever:
             return self._finish(job, None, 0, False)
         if semantic is not None:
             job.term, slots = semantic(am, slots, request)
+        return self._score_and_pack(am, job, slots, now)
+
+    def _score_and_pack(self, am: AgentMemory, job: _Job, slots: NDArray[np.intp],
+                        now: int) -> RetrievedBundle:
+        """Score ``slots`` (with ``job.term`` already computed for them) and pack."""
+        request, pressure = job.request, job.pressure
         weights, _ = self._weights_for(request.purpose, request.strategy, pressure,
                                        job.term.similarities is not None)
         ctx = ScoringContext(now, weights, self._layer_w[request.purpose],
@@ -324,7 +330,7 @@ class Retriever:
         kinds: dict[tuple[Purpose, Strategy, PressureState, bool], int] = {}
         kind_of: list[int] = []
         keep = np.ones(rows.shape[0], dtype=np.bool_)
-        solo: set[int] = set()
+        solo: dict[int, NDArray[np.intp]] = {}
         edges = bounds.tolist()
         for n, i in enumerate(live):
             job = jobs[i]
@@ -333,9 +339,9 @@ class Retriever:
             if semantic is not None and b > a:
                 am = ams[n]
                 assert am is not None
-                job.term, _ = semantic(am, slot_of_row[a:b], job.request)
+                job.term, chosen = semantic(am, slot_of_row[a:b], job.request)
                 if job.term.rest is not None:  # a preselected large agent: the single path
-                    solo.add(i)
+                    solo[i] = chosen
                     keep[a:b] = False
                 elif job.term.similarities is not None:
                     sims[a:b] = job.term.similarities
@@ -399,8 +405,10 @@ class Retriever:
         out: list[RetrievedBundle] = []
         live_at = dict(zip(live, packed, strict=True))
         for i, job in enumerate(jobs):
-            if i in solo:
-                out.append(self.retrieve(job.am, job.request, now, job.pressure, semantic))
+            alone = solo.get(i)
+            if alone is not None:  # its term is computed: score and pack it alone
+                assert job.am is not None
+                out.append(self._score_and_pack(job.am, job, alone, now))
                 continue
             at = live_at.get(i)
             if at is None or not at[3]:

@@ -195,3 +195,27 @@ def test_hybrid_beats_recency_and_importance_baselines_on_the_labeled_set() -> N
     assert 17 == hybrid.queries
     assert hybrid.recall_at_k > max(recency.recall_at_k, importance.recall_at_k) + 0.3
     assert hybrid.mrr > max(recency.mrr, importance.mrr) + 0.3
+
+
+def test_retrieve_many_serves_a_preselected_agent_like_retrieve_with_one_search() -> None:
+    engine = big_engine()
+    engine.ingest_many("b", ["a boat on the river", "a sword and a shield"], now=0)
+    engine.tick(1)  # builds the large agent's index: it is preselected from now on
+    searches = []
+    am = engine._state.store.get("a")
+    assert am is not None and am.index is not None
+    search = am.index.search
+
+    def counted(*args: object, **kwargs: object) -> object:
+        searches.append(1)
+        return search(*args, **kwargs)  # type: ignore[arg-type]
+
+    am.index.search = counted  # type: ignore[method-assign]
+    frame = [req("fish by the river"),
+             RetrievalRequest(agent_id="b", purpose="reasoning", max_tokens=1800,
+                              strategy="semantic", query="sword")]
+    one_by_one = [engine.retrieve(r, now=2) for r in frame]
+    alone = len(searches)
+    crowd = engine.retrieve_many(frame, now=2)
+    assert [bundle_hash(b) for b in crowd] == [bundle_hash(b) for b in one_by_one]
+    assert alone >= 1 and len(searches) - alone == alone  # no second search in the crowd
