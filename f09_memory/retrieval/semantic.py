@@ -72,13 +72,18 @@ def _slice_in_key_order(
 ) -> NDArray[np.intp] | None:
     """Slots where ``mask`` holds, in key order, as many as the budget left pays for.
 
-    Each slot costs ``cost`` units; ``None`` when the budget is already spent.
+    Each slot costs ``cost`` units; ``None`` when the budget is already spent. The step's
+    first slot (``used == 0``) is taken whenever any budget is left, even if it costs more
+    (a real model's text can cost more than a whole small tick): the step makes progress
+    and overshoots by at most that one item, as every tick step does.
     """
     slots = np.flatnonzero(mask)
     slots = slots[np.argsort(am.key[slots], kind="stable")]
     if budget is None:
         return slots
     room = (budget - used) // cost
+    if room <= 0 and used == 0 and budget > 0:
+        room = 1
     return None if room <= 0 else slots[:room]
 
 

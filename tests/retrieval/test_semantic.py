@@ -108,6 +108,18 @@ def test_new_embedder_version_re_embeds_in_bounded_slices() -> None:
     engine._check()
 
 
+def test_a_text_costing_more_than_the_budget_is_still_re_embedded_one_per_tick() -> None:
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16, tick_costs={"embed": 1_000_000}),
+                          embedder=FakeEmbedder(16, "v1"))
+    engine.ingest_many("a", [f"memory {i}" for i in range(3)], now=0)
+    engine.set_embedder(FakeEmbedder(16, "v2"))
+    reports = [engine.tick(t, budget_ms=2.0) for t in range(1, 5)]  # 400,000 units a tick
+    assert [1, 1, 1, 0] == [r.embedded for r in reports]
+    assert [2, 1, 0, 0] == [r.backlog.embedding_retries for r in reports]
+    assert {"v2"} == {r.embedding_ref for r in engine.records("a")}
+    engine._check()
+
+
 def test_same_version_embedder_swap_keeps_vectors() -> None:
     engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=FakeEmbedder(16, "v1"))
     engine.ingest("a", "x", now=0)
