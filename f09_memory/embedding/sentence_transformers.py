@@ -265,6 +265,17 @@ class SentenceTransformerEmbedder:
     available = True
     """Always True once constructed (construction fails if the model cannot be loaded)."""
 
+    tick_cost_units = 2_000_000
+    """Work units a ``tick`` charges per text it re-embeds: 10 ms at the default
+    ``work_units_per_ms`` (200,000). Measured for all-MiniLM-L6-v2 on the 2-core machine:
+    ``calibrate_embedder`` gives 2.2-7.9 ms per text in batches of 64 (idle to loaded
+    machine), and a tick's slice of a few texts runs on one torch thread at about 13-25 ms
+    for one text and 6-11 ms per text for four. So a small tick (``budget_ms`` under 10)
+    re-embeds one text (the first item of a step is always taken) and a larger one about
+    ``budget_ms / 10`` texts. Another model or machine: measure with
+    ``f09-memory calibrate-embedder`` and set ``MemoryConfig(tick_costs={"embed": N})``,
+    which takes precedence."""
+
     def __init__(
         self,
         model_name_or_path: str = DEFAULT_MODEL,

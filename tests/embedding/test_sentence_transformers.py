@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import f09_memory.embedding.sentence_transformers as st_module
+from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.embedding import (
     DEFAULT_MODEL,
     SentenceTransformerEmbedder,
@@ -92,6 +93,17 @@ def test_adapter_reports_dim_version_and_embeds(monkeypatch):
     assert (3, 8) == out.shape
     assert np.float32 == out.dtype
     assert (0, 8) == emb.embed([]).shape
+
+
+def test_a_tick_charges_the_declared_cost_per_text(monkeypatch):
+    _fake_library(monkeypatch)
+    embedder = SentenceTransformerEmbedder()
+    engine = MemoryEngine(MemoryConfig(embedding_dim=8), embedder=embedder)
+    assert 2_000_000 == SentenceTransformerEmbedder.tick_cost_units
+    assert embedder.tick_cost_units == engine._semantic.embed_cost()
+    configured = MemoryEngine(MemoryConfig(embedding_dim=8, tick_costs={"embed": 9}),
+                              embedder=embedder)
+    assert 9 == configured._semantic.embed_cost()
 
 
 def test_dimension_uses_the_current_name_and_never_warns(monkeypatch):
