@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from f09_memory.config.config import MemoryConfig
-from f09_memory.engine import MemoryEngine
+from f09_memory.engine import DEFAULT_EMBEDDER, DefaultEmbedder, MemoryEngine
 from f09_memory.errors import SummaryLockedError
+from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import Purpose
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.testing.doubles import ScriptedLLM
@@ -117,12 +118,17 @@ class GridWorld:
         return items
 
 
-def grid_engine(seed: int = 42, **overrides: Any) -> MemoryEngine:
+def grid_engine(seed: int = 42, *,
+                embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
+                **overrides: Any) -> MemoryEngine:
     """An engine as a host makes one: :data:`GRID_CONFIG` plus ``overrides``.
 
-    It uses the default hashing embedder.
+    ``embedder`` defaults to the engine's (the hashing embedder); pass a real model (e.g.
+    ``SentenceTransformerEmbedder()`` with ``embedding_mode="async"``) to run the loop with
+    it in the frame.
     """
-    return MemoryEngine(MemoryConfig(**{**GRID_CONFIG, **overrides}), seed=seed)
+    return MemoryEngine(MemoryConfig(**{**GRID_CONFIG, **overrides}), seed=seed,
+                        embedder=embedder)
 
 
 @dataclass(frozen=True, slots=True)
