@@ -20,7 +20,7 @@
    against 0.6-1.2 and about 3 ms with 0.5 ms, 50 agents).
 
 Skipped without ``sentence-transformers``; a model that does not load fails. ``F09_BENCH_SHORT=1``:
-100 records to re-embed, 1 frame pair per thread setting, 50 agents in the host loop.
+60 records to re-embed, 1 frame pair per thread setting, 50 agents for 3 steps in the host loop.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def minilm() -> Any:
 
 def test_reembedding_2k_records_in_2ms_ticks(benchmark, minilm) -> None:
     benchmark.group = "real embedder"
-    n = 100 if SHORT else 2_000
+    n = 60 if SHORT else 2_000
     texts = sample_texts(n)
     engine = MemoryEngine(MemoryConfig(), seed=0)
     engine.ingest_batch([{"agent_id": f"npc-{i % 20:02d}", "content": t}
@@ -102,7 +102,7 @@ def _frame(frame: int, agents: Sequence[str]) -> list[RetrievalRequest]:
 def test_retrieve_many_with_100_new_query_texts(benchmark, minilm, threads) -> None:
     benchmark.group = "real embedder"
     agents = [f"npc-{i:03d}" for i in range(100)]
-    per_agent = 3 if SHORT else 20
+    per_agent = 1 if SHORT else 20
     texts = sample_texts(len(agents) * per_agent)
     engine = MemoryEngine(MemoryConfig(), seed=0, embedder=minilm)
     engine.ingest_batch([{"agent_id": agents[i % 100], "content": t}
@@ -229,7 +229,7 @@ def _async_loop(embedder: Any, agents: int, warmup: int, steps: int,
 def test_async_host_loop_with_minilm(benchmark, minilm) -> None:
     benchmark.group = "real embedder"
     agents = 50 if SHORT else 200
-    warmup, steps = (2, 4) if SHORT else (3, 20)
+    warmup, steps = (2, 3) if SHORT else (3, 20)
     timed = _Timed(minilm)
     out: dict[str, dict[str, Any]] = {}
 
