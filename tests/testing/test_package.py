@@ -32,7 +32,7 @@ def imported_by(module: str) -> list[str]:
 
 def test_importing_the_testing_doubles_imports_no_engine() -> None:
     loaded = imported_by("f09_memory.testing")
-    assert "f09_memory.testing.doubles" in loaded
+    assert {"f09_memory.testing.doubles", "f09_memory.testing.embedding_server"} <= set(loaded)
     assert "f09_memory.engine" not in loaded
     assert [] == [m for m in loaded if m.startswith(("f09_memory.determinism",
                                                      "f09_memory.evaluation"))]
@@ -45,8 +45,9 @@ def test_the_engine_imports_no_outer_ring_package() -> None:
     assert [] == [m for m in loaded if m.startswith(outer)]
 
 
-def test_the_doubles_are_all_the_testing_package_exports() -> None:
+def test_the_doubles_and_the_embedding_server_are_all_the_testing_package_exports() -> None:
     import f09_memory.testing as testing
 
     assert {"FailingEmbedder", "FailingLLM", "FakeEmbedder", "ScriptedLLM",
-            "ScriptedPressure", "capture_events"} == set(testing.__all__)
+            "ScriptedPressure", "capture_events",
+            "DEFAULT_FAULTS", "EmbeddingServer", "Fault", "fault_schedule"} == set(testing.__all__)
