@@ -14,6 +14,8 @@ import json
 import logging
 import socket
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -37,7 +39,7 @@ from f09_memory.errors import (
     InputInvalidError,
 )
 from f09_memory.protocols import EmbeddingProvider
-from f09_memory.testing import EmbeddingServer
+from f09_memory.testing import EmbeddingServer, fault_schedule
 
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384
@@ -493,3 +495,98 @@ def test_queries_go_raw_when_redaction_is_off(make, server) -> None:
     engine.retrieve(RetrievalRequest(agent_id="npc", purpose="dialog", max_tokens=400,
                                      query=f"from {EMAIL}"), now=1)
     assert f"from {EMAIL}" in server.inputs
+
+
+# ---------------------------------------------------------------------- a fault run
+def private_texts(n: int) -> list[str]:
+    """Distinct game-log lines; every 10th holds an e-mail address, every 20th a card."""
+    out = []
+    for i in range(n):
+        text = f"villager {i} saw the comet over the {i % 7}th hill"
+        if i % 10 == 3:
+            text += f" and wrote to scout{i}@watch.example.org"
+        if i % 20 == 7:
+            text += f", paying with card 4539 {i:04d} 0343 6467"
+        out.append(text)
+    return out
+
+
+def stored(engine: MemoryEngine, agents: list[str]) -> tuple[list[str], np.ndarray]:
+    """Each agent's contents and vectors in ingest (key) order, agents in the given order."""
+    contents: list[str] = []
+    vectors = []
+    for agent in agents:
+        am = engine._state.store.get(agent)
+        slots = am.live_slots()
+        slots = slots[np.argsort(am.key[slots], kind="stable")]
+        assert am.embedded[slots].all()
+        contents += [engine.get(am.id_of(int(key))).content for key in am.key[slots]]
+        vectors.append(am.vectors[slots])
+    return contents, np.concatenate(vectors)
+
+
+def test_a_fault_run_embeds_every_record_once_in_order_like_the_model(make, server) -> None:
+    texts = private_texts(300)
+    emb = make(batch_size=10, timeout_s=0.5)
+    engine = MemoryEngine(MemoryConfig(), embedder=emb)
+    kinds = [{"status": 500}, {"status": 429, "retry_after": "1"}, {"truncate": True},
+             {"sleep": 0.8}]
+    schedule = fault_schedule(30, rate=0.1, seed=3, kinds=kinds)
+    server.faults.extend(schedule)
+    agents = [f"npc{a}" for a in range(6)]
+    for a, agent in enumerate(agents):
+        engine.ingest_many(agent, texts[a * 50 : (a + 1) * 50], now=a)
+    contents, vectors = stored(engine, agents)
+    assert 300 == len(contents) and sum(1 for c in contents if "<REDACT:sha256-" in c) == 45
+    # once, in order: the correct answers hold each stored text once, in ingest order
+    assert contents == [text for chunk in server.answered for text in chunk]
+    received = dict.fromkeys(tuple(body["input"]) for body in server.bodies)
+    assert contents == [text for chunk in received for text in chunk]
+    assert 3 == sum(1 for f in schedule if f) == len(server.bodies) - 30 == len(emb._sleep)
+    np.testing.assert_allclose(_unit(server.embed(contents)), vectors, atol=1e-6)
+    sent = "\n".join(server.inputs)
+    for i in range(300):
+        assert f"scout{i}@" not in sent and f"4539 {i:04d}" not in sent
+    assert "watch.example.org" not in sent and "0343 6467" not in sent
+
+
+class ThreadRecorder:
+    """An EmbeddingProvider wrapper that notes the thread of each ``embed`` call."""
+
+    def __init__(self, inner: OpenAICompatibleEmbedder) -> None:
+        self.inner = inner
+        self.threads: list[str] = []
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def version(self) -> str:
+        return self.inner.version
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        return self.inner.embed(texts)
+
+
+def test_async_mode_ingest_never_waits_for_the_endpoint_and_the_due_tick_attaches(
+        make, server) -> None:
+    emb = ThreadRecorder(make(timeout_s=5.0))
+    engine = MemoryEngine(MemoryConfig(embedding_mode="async", embedding_latency_ms=10),
+                          embedder=emb)
+    server.gate.clear()  # the server holds every request until the gate opens
+    engine.ingest_many("npc", MEMORIES, now=0)  # returns although no answer can come
+    deadline = time.monotonic() + 5.0
+    while not server.bodies and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [MEMORIES] == [b["input"] for b in server.bodies] and [] == server.answered
+    am = engine._state.store.get("npc")
+    assert not am.embedded[am.live_slots()].any()
+    assert 0 == engine.tick(9).embedded  # not due yet: the tick does not wait
+    server.gate.set()
+    assert len(MEMORIES) == engine.tick(10).embedded  # due: waits for the worker, attaches
+    contents, vectors = stored(engine, ["npc"])
+    np.testing.assert_allclose(_unit(server.embed(MEMORIES)), vectors, atol=1e-6)
+    assert MEMORIES == contents and [MEMORIES] == server.answered
+    assert emb.threads and threading.main_thread().name not in emb.threads
