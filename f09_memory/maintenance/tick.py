@@ -219,7 +219,8 @@ class Maintenance:
         pruned, over_soft = self._compact(agents, now, budget, events)
         embedded = 0
         if not budget.spent:
-            embedded, spent, failures = self._semantic.retry_slice(state.store, budget.left)
+            embedded, spent, failures = self._semantic.retry_slice(state.store, budget.left,
+                                                                   now)
             events.extend(failures)
             budget.spend(spent)
         indexing = self._semantic.index_candidates(agents, live)

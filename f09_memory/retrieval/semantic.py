@@ -295,15 +295,19 @@ class SemanticMemory:
         if am.index is not None:
             am.index.add(np.asarray(keys, dtype=np.int64), vectors)
 
-    def retry_slice(self, store: MemoryStore, budget: int | None) -> tuple[int, int, list[Any]]:
+    def retry_slice(self, store: MemoryStore, budget: int | None,
+                    now: int = 0) -> tuple[int, int, list[Any]]:
         """Embed un-embedded live records (failed or stale) within ``budget`` work units.
 
-        Agents in id order (those in :attr:`retry_agents`), keys in order. Returns
-        ``(embedded, used_units, events)``.
+        Agents in id order (those in :attr:`retry_agents`), keys in order. In async mode the
+        texts go to the worker instead (see :meth:`_retry_async`). Returns ``(embedded,
+        used_units, events)``.
         """
         events: list[Any] = []
         if not self.available or not self.retry_agents:
             return 0, 0, events
+        if self.pending is not None:
+            return 0, self._retry_async(store, now), events
         cost = self.embed_cost()
         done = used = 0
         for agent_id in list(self.retry_agents):
@@ -338,6 +342,43 @@ class SemanticMemory:
                 self.attach(am, slot, keys[i], vecs[i])
             done += len(slots)
         return done, used, events
+
+    def _retry_async(self, store: MemoryStore, now: int) -> int:
+        """Async mode: hand the worker texts to re-embed, keeping one batch in flight.
+
+        Up to ``embedding_batch_size`` texts wait for the worker at any time (a count that
+        changes only at ticks, so the pacing is deterministic); the tick at ``now +
+        embedding_latency_ms`` attaches them. The model never runs in the tick, which
+        charges ``tick_costs.embed_apply`` per text handed over. Returns the units used.
+        """
+        pending = self.pending
+        assert pending is not None
+        room = self.config.embedding_batch_size - pending.waiting
+        keys: list[tuple[str, int]] = []
+        texts: list[str] = []
+        for agent_id in list(self.retry_agents):
+            if room <= 0:
+                break
+            am = store.get(agent_id)
+            if am is None:
+                self.retry_agents.discard(agent_id)
+                continue
+            hi = am.hi
+            waiting = am.alive[:hi] & ~am.embedded[:hi]
+            queued = pending.keys.get(agent_id)
+            if queued:
+                waiting &= ~np.isin(am.key[:hi], np.fromiter(queued, np.int64, len(queued)))
+            todo = _slice_in_key_order(am, waiting, None, 0, 1)
+            assert todo is not None
+            if todo.shape[0] <= room:
+                self.retry_agents.discard(agent_id)  # this hand-over finishes the agent
+            todo = todo[:room]
+            keys.extend((agent_id, k) for k in am.key[todo].tolist())
+            texts.extend(am.content[s] or "" for s in todo.tolist())
+            room -= int(todo.shape[0])
+        if texts:
+            pending.submit(keys, texts, now)
+        return len(texts) * self.config.tick_costs.embed_apply
 
     # ------------------------------------------------------------------ indexes
     def retry_backlog(self, store: MemoryStore) -> int:

@@ -20,8 +20,8 @@ from f09_memory.testing import capture_events
 class GatedEmbedder(HashingEmbedder):
     """The hashing embedder behind a gate: embed() waits until the test opens it."""
 
-    def __init__(self) -> None:
-        super().__init__(16)
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(16, seed=seed)
         self.gate = threading.Event()
         self.threads: set[str] = set()
 
@@ -97,9 +97,9 @@ def test_a_failing_model_is_reported_at_the_due_tick_and_retried() -> None:
     engine.ingest("a", "a storm over the river", now=0)
     with capture_events(engine.bus, "memory:embedding:failed") as log:
         report = engine.tick(10)
-    assert 0 == report.embedded and 2 == len(log.events)  # the job, then the retry
-    Failing.fail = False
-    assert 1 == engine.tick(11).embedded  # retried by the next tick
+    assert 0 == report.embedded and 1 == len(log.events)
+    Failing.fail = False  # the tick handed the record to the worker again, due at 20
+    assert 0 == engine.tick(19).embedded and 1 == engine.tick(20).embedded
 
 
 def test_set_embed_executor_needs_async_mode_and_an_executor() -> None:
@@ -109,3 +109,17 @@ def test_set_embed_executor_needs_async_mode_and_an_executor() -> None:
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
     with pytest.raises(MemoryEngineError):
         _engine(HashingEmbedder(16)).set_embed_executor(object())  # type: ignore[arg-type]
+
+
+def test_in_async_mode_re_embedding_runs_on_the_worker_and_lands_at_its_tick() -> None:
+    engine = _engine(HashingEmbedder(16), latency=5)
+    engine.ingest_many("a", ["a storm over the river", "the guard lost his key"], now=0)
+    engine.tick(5)
+    model = GatedEmbedder(seed=1)  # a new model version: both records are stale
+    engine.set_embedder(model)
+    first = engine.tick(10, budget_ms=2.0)  # hands the texts over; nothing blocks
+    assert (0, 2) == (first.embedded, first.backlog.embedding_retries)
+    model.gate.set()
+    assert 2 == engine.tick(15).embedded  # their due tick attaches them
+    assert all(r.embedding_ref == model.version for r in engine.records("a"))
+    assert "MainThread" not in model.threads
