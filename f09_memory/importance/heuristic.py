@@ -59,12 +59,7 @@ class Vocabulary:
         fresh = words - cur
         new = len(fresh - self._previous)
         if fresh:
-            total = self._cur_sum
-            intern = sys.intern
-            for word in fresh:
-                cur.add(intern(word))
-                total += _word_digest(word)
-            self._cur_sum = total & _MASK64
+            self._add(fresh)
             if len(cur) >= self.max_size // 2:
                 self._previous, self._prev_sum = cur, self._cur_sum
                 self._current, self._cur_sum = set(), 0
@@ -77,18 +72,22 @@ class Vocabulary:
         when a generation fills up on the way; then nothing is recorded and False is
         returned (the caller observes the texts one by one).
         """
-        cur = self._current
-        fresh = words - cur
-        if len(cur) + len(fresh) >= self.max_size // 2:
+        fresh = words - self._current
+        if len(self._current) + len(fresh) >= self.max_size // 2:
             return False
         if fresh:
-            total = self._cur_sum
-            intern = sys.intern
-            for word in fresh:
-                cur.add(intern(word))
-                total += _word_digest(word)
-            self._cur_sum = total & _MASK64
+            self._add(fresh)
         return True
+
+    def _add(self, fresh: set[str]) -> None:
+        """Add words not in the current generation to it (and to its digest sum)."""
+        cur = self._current
+        total = self._cur_sum
+        intern = sys.intern
+        for word in fresh:
+            cur.add(intern(word))
+            total += _word_digest(word)
+        self._cur_sum = total & _MASK64
 
     def digest(self) -> tuple[int, int, int, int]:
         """``(previous sum, current sum, previous size, current size)``: equal for equal states."""

@@ -78,9 +78,14 @@ class Redactor:
         """Return ``(redacted_text, labels_that_matched)``; labels empty when nothing matched."""
         if not self.enabled or not text:
             return text, ()
+        return self._apply(text, self._compiled)
+
+    def _apply(self, text: str,
+               patterns: Sequence[CompiledPattern]) -> tuple[str, tuple[str, ...]]:
+        """Apply ``patterns`` (each behind its gate) to ``text``; count what matched."""
         hits: list[str] = []
         gates = self._gates
-        for label, pattern in self._compiled:
+        for label, pattern in patterns:
             gate = gates.get(label)
             if (gate is not None and not gate(text)) or pattern.search(text) is None:
                 continue
@@ -116,18 +121,11 @@ class Redactor:
         labels: list[tuple[str, ...]] = []
         any_hit = False
         for text in texts:
-            hits: list[str] = []
+            hits: tuple[str, ...] = ()
             if text:
-                for label, pattern in active:
-                    gate = gates.get(label)
-                    if (gate is not None and not gate(text)) or pattern.search(text) is None:
-                        continue
-                    text, n = pattern.subn(self._placeholder, text)
-                    if n:
-                        hits.append(label)
-                        self.counts[label] += n
+                text, hits = self._apply(text, active)
             out.append(text)
-            labels.append(tuple(hits))
+            labels.append(hits)
             any_hit = any_hit or bool(hits)
         return out, labels if any_hit else None
 

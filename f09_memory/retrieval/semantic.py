@@ -317,9 +317,6 @@ class SemanticMemory:
                 continue
             hi = am.hi
             waiting = am.alive[:hi] & ~am.embedded[:hi]
-            queued = None if self.pending is None else self.pending.keys.get(agent_id)
-            if queued:  # an async job will attach these at its tick
-                waiting &= ~np.isin(am.key[:hi], np.fromiter(queued, np.int64, len(queued)))
             todo = _slice_in_key_order(am, waiting, budget, used, cost)
             if todo is None:
                 break
