@@ -43,6 +43,7 @@ from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.retention import Compactor, compact_store
+from f09_memory.retrieval.indexing import IndexBuilder
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import PressureState
 from f09_memory.store.agent import AgentMemory
@@ -146,6 +147,7 @@ class Maintenance:
         self._writer = writer
         self._summarization = summarization
         self._semantic = semantic
+        self._indexes = IndexBuilder(state.config, semantic.seed)
         costs = state.config.tick_costs
         self._costs = costs
         self._compactor = Compactor(state.config, removal_cost_units=costs.prune,
@@ -223,9 +225,9 @@ class Maintenance:
                                                                    now)
             events.extend(failures)
             budget.spend(spent)
-        indexing = self._semantic.index_candidates(agents, live)
+        indexing = self._indexes.candidates(agents, live)
         if not budget.spent and indexing:
-            budget.spend(self._semantic.index_slice(indexing, budget.left))
+            budget.spend(self._indexes.slice(indexing, budget.left))
 
         backlog = TickBacklog(
             agents_due=left,
@@ -233,7 +235,7 @@ class Maintenance:
             pending_summaries=summarization.summarizer.pending_count
             + summarization.summarizer.ready_count,
             embedding_retries=self._semantic.retry_backlog(state.store),
-            index_work=self._semantic.index_backlog(indexing),
+            index_work=self._indexes.backlog(indexing),
         )
         behind = self._watch(backlog, events)
         self._writer.publish(events)

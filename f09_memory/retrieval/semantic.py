@@ -18,16 +18,15 @@
   among them), deepening the search when the bound is loose. Below the threshold (or while
   an agent's index is still being built) every candidate is scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
-  :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices,
-  inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
+  :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices
+  (``retrieval.indexing``), inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
   exact search everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import repeat
-from operator import attrgetter, is_not, itemgetter
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -42,14 +41,13 @@ from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider, VectorIndex
 from f09_memory.retrieval.async_embedding import AsyncEmbedding
+from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import record_id
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
-from f09_memory.vector_index.hnsw import HnswIndex
-from f09_memory.vector_index.select import make_index
 
 __all__ = ["NO_QUERY", "SemanticMemory"]
 
@@ -57,7 +55,6 @@ NO_QUERY = "NO_QUERY"
 """``semantic_fallback`` when the request carried neither query text nor query vectors."""
 
 _QUERY_CACHE_MAX = 4096
-_INDEX_BUILD = attrgetter("index_build")
 _DEPTH_PER_PACKED = 4
 """A preselection's first index search returns this many records per record the budget
 packs (times the square root of the candidates over ``_DEPTH_SCALE_FROM``, above that)."""
@@ -65,26 +62,6 @@ _DEPTH_SCALE_FROM = 20_000
 _BOUND_SLACK = 1e-5
 """Added to an index's K-th similarity: the index's float32 kernels and ours may differ in
 the last bits (about 1e-7 for unit vectors), so the bound holds for our exact values too."""
-
-
-def _slice_in_key_order(
-    am: AgentMemory, mask: NDArray[np.bool_], budget: int | None, used: int, cost: int
-) -> NDArray[np.intp] | None:
-    """Slots where ``mask`` holds, in key order, as many as the budget left pays for.
-
-    Each slot costs ``cost`` units; ``None`` when the budget is already spent. The step's
-    first slot (``used == 0``) is taken whenever any budget is left, even if it costs more
-    (a real model's text can cost more than a whole small tick): the step makes progress
-    and overshoots by at most that one item, as every tick step does.
-    """
-    slots = np.flatnonzero(mask)
-    slots = slots[np.argsort(am.key[slots], kind="stable")]
-    if budget is None:
-        return slots
-    room = (budget - used) // cost
-    if room <= 0 and used == 0 and budget > 0:
-        room = 1
-    return None if room <= 0 else slots[:room]
 
 
 def _nearest(am: AgentMemory, index: VectorIndex, candidate: NDArray[np.bool_],
@@ -317,7 +294,7 @@ class SemanticMemory:
                 continue
             hi = am.hi
             waiting = am.alive[:hi] & ~am.embedded[:hi]
-            todo = _slice_in_key_order(am, waiting, budget, used, cost)
+            todo = slice_in_key_order(am, waiting, budget, used, cost)
             if todo is None:
                 break
             if todo.shape[0] == int(np.count_nonzero(waiting)):
@@ -365,7 +342,7 @@ class SemanticMemory:
             queued = pending.keys.get(agent_id)
             if queued:
                 waiting &= ~np.isin(am.key[:hi], np.fromiter(queued, np.int64, len(queued)))
-            todo = _slice_in_key_order(am, waiting, None, 0, 1)
+            todo = slice_in_key_order(am, waiting, None, 0, 1)
             assert todo is not None
             if todo.shape[0] <= room:
                 self.retry_agents.discard(agent_id)  # this hand-over finishes the agent
@@ -394,75 +371,6 @@ class SemanticMemory:
                 count = int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
                 total += max(0, count - queued)  # queued ones are counted with their job
         return total
-
-    def index_candidates(self, agents: Sequence[AgentMemory],
-                         live: NDArray[np.int64]) -> list[AgentMemory]:
-        """The agents that may have index work.
-
-        Those with more live records (``live``, aligned with ``agents``) than
-        ``semantic_preselect_threshold``, or with a build in progress.
-        """
-        n = len(agents)
-        building = np.fromiter(map(is_not, map(_INDEX_BUILD, agents), repeat(None)), bool, n)
-        mask = building | (live > self.config.semantic_preselect_threshold)
-        return [agents[i] for i in np.flatnonzero(mask).tolist()]
-
-    def index_backlog(self, candidates: Sequence[AgentMemory]) -> int:
-        """Vectors still to insert into indexes being built or due to be built."""
-        cfg = self.config
-        total = 0
-        for am in candidates:
-            hi = am.hi
-            count = int(am.embedded[:hi].sum())
-            if am.index_build is not None:
-                total += int(np.count_nonzero(am.embedded[:hi]
-                                              & (am.key[:hi] >= am.index_cursor)))
-            elif count > cfg.semantic_preselect_threshold and am.vectors is not None and not (
-                    am.index is not None
-                    and isinstance(am.index, HnswIndex) == (count > cfg.exact_index_max)):
-                total += count
-        return total
-
-    def index_slice(self, candidates: Sequence[AgentMemory], budget: int | None) -> int:
-        """Build or migrate agent indexes in key order within ``budget``; returns units used.
-
-        An agent needs an index once its embedded records exceed
-        ``semantic_preselect_threshold``; its kind (exact or HNSW) follows ``exact_index_max``.
-        A build in progress serves no query until complete; then it replaces the old index.
-        Only ``candidates`` (:meth:`index_candidates`) are looked at.
-        """
-        cfg = self.config
-        costs = cfg.tick_costs
-        used = 0
-        for am in candidates:
-            hi = am.hi
-            count = int(am.embedded[:hi].sum())
-            if count <= cfg.semantic_preselect_threshold or am.vectors is None:
-                continue
-            want_hnsw = count > cfg.exact_index_max
-            if am.index_build is None:
-                if am.index is not None and isinstance(am.index, HnswIndex) == want_hnsw:
-                    continue
-                am.index_build = make_index(
-                    count, am.vectors.shape[1], exact_max=cfg.exact_index_max, m=cfg.hnsw_m,
-                    ef_construction=cfg.hnsw_ef_construction, ef=cfg.hnsw_ef,
-                    seed=self.seed, quantum=cfg.score_quantum)
-                am.index_cursor = 0
-            cost = (costs.index_insert if isinstance(am.index_build, HnswIndex)
-                    else costs.index_insert_exact)
-            slots = _slice_in_key_order(
-                am, am.embedded[:hi] & (am.key[:hi] >= am.index_cursor), budget, used, cost)
-            if slots is None:
-                break
-            if slots.shape[0]:
-                keys = am.key[slots]
-                am.index_build.add(keys, am.vectors[slots])
-                am.index_cursor = int(keys[-1]) + 1
-                used += cost * int(slots.shape[0])
-            remaining = np.count_nonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
-            if remaining == 0:
-                am.index, am.index_build, am.index_cursor = am.index_build, None, 0
-        return used
 
     # ------------------------------------------------------------------ retrieval
     def check_query_vectors(self, requests: Sequence[RetrievalRequest]) -> None:
