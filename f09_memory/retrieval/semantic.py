@@ -19,8 +19,8 @@
   an agent's index is still being built) every candidate is scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices
-  (``retrieval.indexing``), inserting keys in ascending order. HNSW results are reproducible on the same build and CPU;
-  exact search everywhere.
+  (``retrieval.indexing``), inserting keys in ascending order. HNSW results are
+  reproducible on the same build and CPU; exact search everywhere.
 """
 
 from __future__ import annotations
