@@ -72,7 +72,7 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
-from f09_memory.summarization.pipeline import SummaryOutcome
+from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
 

@@ -64,7 +64,8 @@ from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.store.agent import AgentMemory
-from f09_memory.summarization.pipeline import Summarizer, SummaryOutcome
+from f09_memory.summarization.outcome import SummaryOutcome
+from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.summarization.service import SummarizationService
 
 __all__ = ["DEFAULT_EMBEDDER", "DefaultEmbedder", "MemoryEngine", "TickReport"]

@@ -19,7 +19,8 @@ from f09_memory.summarization.heuristic import (
     heuristic_summary,
     is_garbage,
 )
-from f09_memory.summarization.pipeline import MODES, Summarizer, SummaryOutcome, SummaryPath
+from f09_memory.summarization.outcome import SummaryOutcome, SummaryPath
+from f09_memory.summarization.pipeline import MODES, Summarizer
 from f09_memory.summarization.prompt import (
     SUMMARY_PROMPT_VERSION,
     SummaryPrompt,

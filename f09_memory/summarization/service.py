@@ -44,7 +44,8 @@ from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.protocols import LLMClient
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
-from f09_memory.summarization.pipeline import Summarizer, SummaryOutcome
+from f09_memory.summarization.outcome import SummaryOutcome
+from f09_memory.summarization.pipeline import Summarizer
 
 __all__ = ["TIMEOUT", "LLMWorker", "SummarizationService", "Waiter", "ask_llm"]
 
