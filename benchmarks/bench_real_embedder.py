@@ -25,7 +25,6 @@ Skipped without ``sentence-transformers``; a model that does not load fails. ``F
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import defaultdict
@@ -43,16 +42,6 @@ from f09_memory.embedding.calibrate import sample_texts
 from f09_memory.engine import DEFAULT_EMBEDDER
 
 B = 2.0
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Any:
-    """The real all-MiniLM-L6-v2 (offline); skipped only without sentence-transformers."""
-    pytest.importorskip("sentence_transformers")
-    from f09_memory.embedding import SentenceTransformerEmbedder
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return SentenceTransformerEmbedder()
 
 
 def test_reembedding_2k_records_in_2ms_ticks(benchmark, minilm) -> None:

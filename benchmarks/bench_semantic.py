@@ -12,7 +12,6 @@ semantic strategy must reach 0.85 (issue 16); the hashing embedder's is reported
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -97,16 +96,6 @@ def test_quality_on_the_labeled_set(benchmark) -> None:
                higher_is_better=True)
         record(f"MRR {rep.name}", rep.mrr, "", spec=None, goal=None, higher_is_better=True)
     assert hybrid.recall_at_k > max(recency.recall_at_k, importance.recall_at_k)
-
-
-@pytest.fixture(scope="module")
-def minilm() -> object:
-    """The real all-MiniLM-L6-v2 (offline); skipped only without sentence-transformers."""
-    pytest.importorskip("sentence_transformers")
-    from f09_memory.embedding import SentenceTransformerEmbedder
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return SentenceTransformerEmbedder()
 
 
 def test_quality_on_paraphrases_minilm_beside_hashing(benchmark, minilm) -> None:

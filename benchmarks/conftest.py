@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -15,3 +18,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("f09 targets (spec enforced, goal reported)")
     for line in targets.table():
         terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The real all-MiniLM-L6-v2 (offline), loaded once; skipped only without
+    sentence-transformers."""
+    pytest.importorskip("sentence_transformers")
+    from f09_memory.embedding import SentenceTransformerEmbedder
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return SentenceTransformerEmbedder()
