@@ -52,7 +52,8 @@ from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.persistence import snapshot
-from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession, replay
+from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
+from f09_memory.persistence.effects import EffectRecorder, Replay
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.persistence.state import get_state, set_state
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
@@ -481,6 +482,7 @@ class MemoryEngine(Journaled):
         """The embedding provider in use (``None``: semantic term off)."""
         return self._semantic.provider
 
+    @journaled
     def set_embedder(self, embedder: EmbeddingProvider | None) -> None:
         """Switch the embedding provider.
 
@@ -655,13 +657,19 @@ class MemoryEngine(Journaled):
         """Open (or create) a durable engine on an SQLite database (WAL).
 
         A new database starts from ``config`` and ``seed``; an existing one restores its
-        snapshot and replays its journal (``config``/``seed`` are then ignored), giving the
+        snapshot and applies its journal (``config``/``seed`` are then ignored), giving the
         state of the last commit, with the same state hash, even after the process was
-        killed. Every state-changing call is journaled and committed before it returns
-        (``commit="call"``) or at each tick (``commit="tick"``).
+        killed. The journal holds each call's effects (already redacted), written before
+        the call returns and committed then (``commit="call"``) or at each tick
+        (``commit="tick"``); a call that raises or cannot be written is undone. The
+        database is locked to this engine until :meth:`close` (see
+        ``persistence.durable``).
 
         Raises:
-            SnapshotInvalidError: The file is not a usable database or its snapshot is bad.
+            SnapshotInvalidError: The file is not an f09-memory database (it is not
+                modified), or its snapshot or journal is damaged (the row is named).
+            StorageFailedError: Another engine has the database open, or it cannot be
+                written.
             InputInvalidError: ``checkpoint_every`` is not a positive integer.
         """
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
@@ -671,38 +679,80 @@ class MemoryEngine(Journaled):
         log = DurableLog(path, commit=commit)
         adapters: dict[str, Any] = {"token_counter": token_counter,
                                     "pressure_source": pressure_source, "embedder": embedder}
-        blob = log.snapshot()
-        if blob is None:
-            engine = cls(config, seed=seed, **adapters)
-            log.checkpoint(engine._snapshot_bytes())
-        else:
-            engine = cls._restore(snapshot.loads(blob, path), path, **adapters)
-            source, engine.pressure_source = engine.pressure_source, None
-            try:
-                replay(log, engine, engine._set_pressure_silently)
-            finally:
-                engine.pressure_source = source
-        session = DurableSession(log, checkpoint_every, engine._snapshot_bytes,
-                                 engine._journaled_pressure)
+        try:
+            blob = log.snapshot()
+            if blob is None:
+                engine = cls(config, seed=seed, **adapters)
+                log.checkpoint(engine._snapshot_bytes())
+            else:
+                engine = cls._restore(snapshot.loads(blob, path), path, **adapters)
+                engine._apply_journal(log)
+        except BaseException:
+            log.close()  # nothing was modified; release the lock
+            raise
+        recorder = EffectRecorder(engine._state, engine.summarization.summarizer,
+                                  engine._semantic)
+        session = DurableSession(log, checkpoint_every, recorder, engine._snapshot_bytes,
+                                 engine._reload)
+        recorder.attach()
         engine._durable = engine.summarization._durable = session
         return engine
 
-    def _set_pressure_silently(self, value: str) -> None:
-        self._state.pressure = PressureState(value)
+    def _apply_journal(self, log: DurableLog) -> None:
+        """Apply the journal's effect rows to the state just restored from its snapshot.
 
-    def _journaled_pressure(self) -> str | None:
-        return None if self.pressure_source is None else self._state.pressure.value
+        Raises:
+            SnapshotInvalidError: A row is malformed, of another version or names an
+                unknown effect (the message names the row); the engine is not usable.
+        """
+        replay = Replay(self._state, self.summarization.summarizer, self._semantic)
+        for seq, row in log.rows():
+            try:
+                replay.apply_row(row)
+            except (MemoryEngineError, ValueError, TypeError, KeyError, IndexError,
+                    AttributeError, AssertionError, OverflowError, RecursionError) as exc:
+                raise SnapshotInvalidError(
+                    f"journal row {seq} cannot be applied: effect {replay.at!r:.40} "
+                    f"({type(exc).__name__}); the database is damaged",
+                    details={"row": seq, "effect": replay.at[:40]}) from exc
+        replay.finish()
+
+    def _reload(self) -> None:
+        """Durable mode: go back to the state the database holds (undo a failed call)."""
+        session = self._durable
+        assert isinstance(session, DurableSession)
+        session.recorder.detach()
+        blob = session.log.snapshot()
+        assert blob is not None
+        snap = snapshot.loads(blob, session.log.path)
+        self._state.reset()
+        set_state(self._state, self.summarization.summarizer, self._semantic, snap.manifest,
+                  snap.arrays)
+        self._apply_journal(session.log)
+        self._reader.clear()
+        self._retriever.clear()
+        session.recorder.attach()
 
     def checkpoint(self) -> None:
-        """Durable mode: rewrite the snapshot and empty the journal (one transaction)."""
+        """Durable mode: rewrite the snapshot and empty the journal (one transaction).
+
+        Raises:
+            StorageFailedError: The snapshot could not be written (the journal is kept).
+        """
         if isinstance(self._durable, DurableSession):
             self._durable.checkpoint()
 
     def close(self) -> None:
-        """Durable mode: checkpoint and close the database (no-op otherwise)."""
+        """Durable mode: checkpoint, close the database and release it (no-op otherwise).
+
+        Raises:
+            StorageFailedError: The final checkpoint failed; the database is closed anyway
+                and its journal replays on the next open.
+        """
         if isinstance(self._durable, DurableSession):
-            self._durable.close()
+            session = self._durable
             self._durable = self.summarization._durable = None
+            session.close()
 
     # ------------------------------------------------------------------ hashing
     def state_hash(self) -> str:

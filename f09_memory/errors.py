@@ -19,12 +19,16 @@ Hierarchy::
     ├── RedactionPatternInvalidError  (ValueError)   MEMORY_REDACTION_PATTERN_INVALID
     ├── RetentionViolationError                      MEMORY_RETENTION_VIOLATION
     ├── TokenBudgetUndefinedError     (ValueError)   MEMORY_TOKEN_BUDGET_UNDEFINED
-    └── SnapshotInvalidError          (ValueError)   MEMORY_SNAPSHOT_INVALID
+    ├── SnapshotInvalidError          (ValueError)   MEMORY_SNAPSHOT_INVALID
+    └── StorageFailedError            (OSError)      MEMORY_STORAGE_FAILED
 
-Two codes are added to the spec's eleven: ``MEMORY_INPUT_INVALID`` for a malformed argument
+Three codes are added to the spec's eleven: ``MEMORY_INPUT_INVALID`` for a malformed argument
 (empty content, importance outside 0..1, unknown layer), which is neither a configuration
-error nor any other listed condition, and ``MEMORY_SNAPSHOT_INVALID`` for a snapshot file
-that is truncated, corrupted, foreign or of another format version.
+error nor any other listed condition; ``MEMORY_SNAPSHOT_INVALID`` for a snapshot file or
+durable database that is truncated, corrupted, foreign or of another format version; and
+``MEMORY_STORAGE_FAILED`` for a durable database that cannot be written (disk full, I/O
+error, or held by another writer): the call is undone and the engine works again once the
+cause is gone.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ __all__ = [
     "RetentionViolationError",
     "RetrievalEmptyError",
     "SnapshotInvalidError",
+    "StorageFailedError",
     "SummaryFailedError",
     "SummaryLockedError",
     "TokenBudgetUndefinedError",
@@ -69,6 +74,7 @@ class ErrorCode(StrEnum):
     MEMORY_TOKEN_BUDGET_UNDEFINED = "MEMORY_TOKEN_BUDGET_UNDEFINED"
     MEMORY_INPUT_INVALID = "MEMORY_INPUT_INVALID"
     MEMORY_SNAPSHOT_INVALID = "MEMORY_SNAPSHOT_INVALID"
+    MEMORY_STORAGE_FAILED = "MEMORY_STORAGE_FAILED"
 
 
 class MemoryEngineError(Exception):
@@ -184,6 +190,16 @@ class SnapshotInvalidError(MemoryEngineError, ValueError):
     code = ErrorCode.MEMORY_SNAPSHOT_INVALID
 
 
+class StorageFailedError(MemoryEngineError, OSError):
+    """The durable database cannot be written (disk full, I/O error, another writer).
+
+    The call that hit it was undone (the engine holds the last committed state); retry once
+    the cause is gone.
+    """
+
+    code = ErrorCode.MEMORY_STORAGE_FAILED
+
+
 _BY_CODE: dict[ErrorCode, type[MemoryEngineError]] = {
     cls.code: cls
     for cls in (
@@ -200,6 +216,7 @@ _BY_CODE: dict[ErrorCode, type[MemoryEngineError]] = {
         RetentionViolationError,
         TokenBudgetUndefinedError,
         SnapshotInvalidError,
+        StorageFailedError,
     )
 }
 

@@ -19,7 +19,7 @@ PUBLIC = {
     "CapacityExceededError", "Claim", "ClaimOutcome", "ConfigInvalidError", "DEFAULT_EMBEDDER",
     "DefaultEmbedder", "EmbeddingFailedError", "EmbeddingUnavailableError", "IngestedRecords",
     "InputInvalidError", "RecordNotFoundError", "RedactionPatternInvalidError",
-    "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError",
+    "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError", "StorageFailedError",
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
     "TypedExtractionPrompt", "TypedExtractionResult",
 }

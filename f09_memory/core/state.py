@@ -52,6 +52,16 @@ class EngineState:
         """An empty state for ``config`` and ``seed``."""
         return cls(config, seed, MemoryStore(config.episodic_max))
 
+    def reset(self) -> None:
+        """Empty the state in place (before a restore): the services keep their reference."""
+        self.store.clear()
+        self.vocabularies.clear()
+        self.clock = 0
+        self.pressure = PressureState.NORMAL
+        self.tick_cursor = 0
+        self.compaction.set_state(CompactionCursor().get_state())
+        self.backlog_total = self.backlog_streak = 0
+
     def vocabulary(self, agent_id: str) -> Vocabulary:
         """The agent's vocabulary, created empty on first use."""
         vocab = self.vocabularies.get(agent_id)

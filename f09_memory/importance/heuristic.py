@@ -7,6 +7,7 @@ import sys
 import zlib
 from collections.abc import Sequence
 from itertools import compress
+from typing import Any
 
 from f09_memory.config.config import ImportanceSettings
 
@@ -39,10 +40,12 @@ class Vocabulary:
     Runtime complexity: ``observe`` is O(distinct words of the text).
     """
 
-    __slots__ = ("_cur_sum", "_current", "_prev_sum", "_previous", "max_size")
+    __slots__ = ("_cur_sum", "_current", "_prev_sum", "_previous", "journal", "max_size")
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
+        self.journal: tuple[list[tuple[Any, ...]], str] | None = None
+        """Durable mode: ``(effects, agent_id)``; each observation is appended as an effect."""
         self._current: set[str] = set()
         self._previous: set[str] = set()
         self._cur_sum = 0
@@ -55,6 +58,8 @@ class Vocabulary:
         """Record ``words`` and return the share of them not seen before (0.0 for none)."""
         if not words:
             return 0.0
+        if self.journal is not None:
+            self.journal[0].append(("vocab.observe", self.journal[1], sorted(words)))
         cur = self._current
         fresh = words - cur
         new = len(fresh - self._previous)
@@ -76,6 +81,8 @@ class Vocabulary:
         if len(self._current) + len(fresh) >= self.max_size // 2:
             return False
         if fresh:
+            if self.journal is not None:
+                self.journal[0].append(("vocab.union", self.journal[1], sorted(words)))
             self._add(fresh)
         return True
 

@@ -168,7 +168,7 @@ class Maintenance:
         for key in np.sort(am.key[due]).tolist():
             self._writer.remove(am, key, "ttl", events)
         rest = deadlines[live & (deadlines > now)]
-        am.min_deadline = int(rest.min()) if rest.shape[0] else NO_DEADLINE
+        am.set_bounds(min_deadline=int(rest.min()) if rest.shape[0] else NO_DEADLINE)
         return int(due.shape[0])
 
     def run(self, now: int, budget: WorkBudget,

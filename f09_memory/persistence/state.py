@@ -93,6 +93,8 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
             # are (not recomputed) so a loaded engine ticks exactly like the saved one
             "bounds": [am.min_deadline, am.min_episodic_anchor],
             "index": am.index.get_state() if am.index is not None else None,  # type: ignore[attr-defined]
+            "indexBuild": (None if am.index_build is None  # a build in progress, resumed
+                           else [am.index_build.get_state(), am.index_cursor]),  # type: ignore[attr-defined]
             "sourceEvents": [[k, am.source_event[k]] for k in sorted(am.source_event)],
             "extras": [[k, am.extras[k].canonical()] for k in sorted(am.extras)],
         })
@@ -186,6 +188,10 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
         am.embedded[:n] = embedded
         if a["index"] is not None:
             am.index = _index_from(a["index"], state.config.score_quantum)
+        if a.get("indexBuild") is not None:
+            build, cursor = a["indexBuild"]
+            am.start_index_build(_index_from(build, state.config.score_quantum))
+            am.index_cursor = int(cursor)
     am.dirty = True
 
 

@@ -106,11 +106,10 @@ class IndexBuilder:
             if am.index_build is None:
                 if am.index is not None and isinstance(am.index, HnswIndex) == want_hnsw:
                     continue
-                am.index_build = make_index(
+                am.start_index_build(make_index(
                     count, am.vectors.shape[1], exact_max=cfg.exact_index_max, m=cfg.hnsw_m,
                     ef_construction=cfg.hnsw_ef_construction, ef=cfg.hnsw_ef,
-                    seed=self.seed, quantum=cfg.score_quantum)
-                am.index_cursor = 0
+                    seed=self.seed, quantum=cfg.score_quantum))
             cost = (costs.index_insert if isinstance(am.index_build, HnswIndex)
                     else costs.index_insert_exact)
             slots = slice_in_key_order(
@@ -118,11 +117,9 @@ class IndexBuilder:
             if slots is None:
                 break
             if slots.shape[0]:
-                keys = am.key[slots]
-                am.index_build.add(keys, am.vectors[slots])
-                am.index_cursor = int(keys[-1]) + 1
+                am.add_to_index_build(am.key[slots], am.vectors[slots])
                 used += cost * int(slots.shape[0])
             remaining = np.count_nonzero(am.embedded[:hi] & (am.key[:hi] >= am.index_cursor))
             if remaining == 0:
-                am.index, am.index_build, am.index_cursor = am.index_build, None, 0
+                am.finish_index_build()
         return used

@@ -158,6 +158,11 @@ class Retriever:
         self._layer_w = {p: ScoringContext.layer_weight_array(config, p) for p in Purpose}
         self._profiles = config.scoring.pressure
 
+    def clear(self) -> None:
+        """Drop the compressed records cached by revision (the store was restored)."""
+        self._compressed.clear()
+        self._compressed_count = 0
+
     def _weights_for(
         self, purpose: Purpose, strategy: Strategy, pressure: PressureState, semantic: bool
     ) -> tuple[NDArray[np.float64], tuple[ScoreComponent, ...]]:

@@ -210,11 +210,7 @@ class SemanticMemory:
 
     def attach(self, am: AgentMemory, slot: int, key: int, vector: NDArray[np.float32]) -> None:
         """Store a record's vector; index it when the agent's index is complete."""
-        vectors = am.ensure_vectors(int(vector.shape[0]))
-        vectors[slot] = vector
-        am.mark_embedded(slot, True)
-        if am.index is not None:
-            am.index.add(np.array([key], dtype=np.int64), vector[None, :])
+        am.attach_vectors(np.array([slot], dtype=np.intp), vector[None, :])
 
     def submit(self, keys: Sequence[tuple[AgentMemory, int]], texts: Sequence[str],
                now: int) -> None:
@@ -265,12 +261,7 @@ class SemanticMemory:
         """:meth:`attach` for several records of one agent (one block copy)."""
         if not slots:
             return
-        column = am.ensure_vectors(int(vectors.shape[1]))
-        index = np.asarray(slots, dtype=np.intp)
-        column[index] = vectors
-        am.mark_embedded_many(index)
-        if am.index is not None:
-            am.index.add(np.asarray(keys, dtype=np.int64), vectors)
+        am.attach_vectors(np.asarray(slots, dtype=np.intp), vectors)
 
     def retry_slice(self, store: MemoryStore, budget: int | None,
                     now: int = 0) -> tuple[int, int, list[Any]]:

@@ -625,6 +625,41 @@ class AgentMemory:
         self.embedded[slots] = True
         self.dirty = True
 
+    def attach_vectors(self, slots: NDArray[np.intp], vectors: NDArray[np.float32]) -> None:
+        """Store the unit vectors of the live ``slots`` and mark them embedded.
+
+        They are added to the agent's index when it is complete (a build in progress picks
+        them up in key order). Runtime complexity: O(k) numpy.
+        """
+        column = self.ensure_vectors(int(vectors.shape[1]))
+        column[slots] = vectors
+        self.mark_embedded_many(slots)
+        if self.index is not None:
+            self.index.add(self.key[slots], vectors)
+
+    def start_index_build(self, index: VectorIndex) -> None:
+        """Begin building ``index`` (empty) in key order; it serves no query until done."""
+        self.index_build = index
+        self.index_cursor = 0
+
+    def add_to_index_build(self, keys: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
+        """Insert the next ``keys`` (ascending, above the cursor) into the index being built."""
+        assert self.index_build is not None
+        self.index_build.add(keys, vectors)
+        self.index_cursor = int(keys[-1]) + 1
+
+    def finish_index_build(self) -> None:
+        """Make the completed build the agent's index."""
+        self.index, self.index_build, self.index_cursor = self.index_build, None, 0
+
+    def set_bounds(self, min_deadline: int | None = None,
+                   min_episodic_anchor: int | None = None) -> None:
+        """Refresh the maintained lower bounds (a tick's expiry or summary selection)."""
+        if min_deadline is not None:
+            self.min_deadline = min_deadline
+        if min_episodic_anchor is not None:
+            self.min_episodic_anchor = min_episodic_anchor
+
     def clear_embedded(self) -> None:
         """Mark every vector stale (a new embedder); every live digest is recomputed."""
         for slot in np.flatnonzero(self.embedded[: self.hi]).tolist():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sortedcontainers import SortedDict
 
@@ -32,6 +32,8 @@ class MemoryStore:
         self.episodic_max = episodic_max
         self.tags = TagTable()
         self._agents: SortedDict = SortedDict()
+        self.on_create: Callable[[AgentMemory], None] | None = None
+        """Called with each new agent's memory (durable mode records it as an effect)."""
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -47,7 +49,14 @@ class MemoryStore:
         if am is None:
             am = AgentMemory(agent_id, self.episodic_max, self.tags)
             self._agents[agent_id] = am
+            if self.on_create is not None:
+                self.on_create(am)
         return am
+
+    def clear(self) -> None:
+        """Forget every agent and tag tuple (before a restore into this store)."""
+        self._agents.clear()
+        self.tags.set_state([[]])
 
     def agent_ids(self) -> list[str]:
         """Agent ids in sorted order."""

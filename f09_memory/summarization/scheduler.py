@@ -65,7 +65,7 @@ def eligible_slots(am: AgentMemory, now: int, config: MemoryConfig) -> NDArray[n
     hi = am.hi
     episodic = am.alive[:hi] & (am.layer[:hi] == _EPISODIC)
     anchors = am.anchor[:hi][episodic]
-    am.min_episodic_anchor = int(anchors.min()) if anchors.shape[0] else NO_DEADLINE
+    am.set_bounds(min_episodic_anchor=int(anchors.min()) if anchors.shape[0] else NO_DEADLINE)
     keep = config.summarization_keep_recent
     if keep > 0:
         ep_keys = am.key[:hi][episodic]

@@ -20,6 +20,12 @@ from f09_memory.testing import FailingLLM, ScriptedLLM, ScriptedPressure
 MIN = 60_000
 
 
+def crash(engine: MemoryEngine) -> None:
+    """Let the database go as a killed process would: no checkpoint, lock released."""
+    assert engine._durable is not None
+    engine._durable.log.close()
+
+
 def workload(engine: MemoryEngine) -> None:
     """Every kind of journaled call, in a deterministic order."""
     engine.ingest_many("npc", [{"content": f"Traded nails with Borin, day {i}.",
@@ -53,7 +59,7 @@ def test_reopening_replays_the_journal_to_the_same_state(tmp_path: Path) -> None
     reference = MemoryEngine(config(), seed=7)
     workload(reference)
     assert reference.state_hash() == durable.state_hash()
-    # no close(): as after a crash, only what was committed is on disk
+    crash(durable)  # as after a crash, only what was committed is on disk
     reopened = MemoryEngine.open(db)
     assert reference.state_hash() == reopened.state_hash()
     request = RetrievalRequest(agent_id="npc", purpose="reasoning", max_tokens=400,
@@ -79,6 +85,7 @@ def test_the_rate_governor_reading_is_journaled_with_the_tick(tmp_path: Path) ->
     durable = MemoryEngine.open(db, seed=1, pressure_source=source)
     durable.ingest("npc", "x", now=0)
     durable.tick(150)
+    crash(durable)
     reopened = MemoryEngine.open(db)  # no governor now: the journal supplies its reading
     assert "throttle" == reopened.pressure.value
     assert durable.state_hash() == reopened.state_hash()
@@ -91,6 +98,7 @@ def test_tick_commit_mode_loses_at_most_the_calls_since_the_last_tick(tmp_path: 
     durable.tick(10)
     committed = durable.state_hash()
     durable.ingest("npc", "after the tick", now=11)  # not committed yet
+    crash(durable)
     assert committed == MemoryEngine.open(db).state_hash()
 
 
@@ -175,6 +183,7 @@ def test_crowd_calls_update_forget_and_dedup_replay_exactly(tmp_path: Path) -> N
     work(durable)
     reference = MemoryEngine(cfg, seed=3)
     work(reference)
-    reopened = MemoryEngine.open(tmp_path / "crowd.db")  # no close: as after a crash
+    crash(durable)
+    reopened = MemoryEngine.open(tmp_path / "crowd.db")
     assert reference.state_hash() == durable.state_hash() == reopened.state_hash()
     reopened._check()
