@@ -519,6 +519,7 @@ class MemoryEngine(Journaled):
         pending.set_executor(executor)
 
     # ------------------------------------------------------------------ maintenance
+    @journaled
     def summarize_pending(self, llm: LLMClient, *, now: int | None = None,
                           timeout_ms: int | None = None) -> list[SummaryOutcome]:
         """Run every queued summarization task through ``llm`` synchronously and apply it.
@@ -527,7 +528,7 @@ class MemoryEngine(Journaled):
         that raises, returns garbage or does not answer within ``timeout_ms`` of wall time
         (default ``summarization_timeout_ms``; ``memory:summarization:timeout``) never
         loses a record: the local heuristic summary is used instead, and a late answer is
-        dropped.
+        dropped. In durable mode the whole call is one journal row.
 
         Raises:
             InputInvalidError: ``llm`` has no ``complete(prompt, ...)``, or a bad timeout.

@@ -13,9 +13,9 @@ SPEC_CODES = {
 }
 
 
-def test_all_spec_codes_exist_plus_input_invalid() -> None:
-    assert SPEC_CODES | {"MEMORY_INPUT_INVALID", "MEMORY_SNAPSHOT_INVALID"} == {
-        c.value for c in ErrorCode}
+def test_all_spec_codes_exist_plus_input_snapshot_and_storage() -> None:
+    assert SPEC_CODES | {"MEMORY_INPUT_INVALID", "MEMORY_SNAPSHOT_INVALID",
+                         "MEMORY_STORAGE_FAILED"} == {c.value for c in ErrorCode}
 
 
 @pytest.mark.parametrize("code", list(ErrorCode))
@@ -32,4 +32,5 @@ def test_value_errors_are_also_builtin_value_errors() -> None:
     assert issubclass(E.InputInvalidError, ValueError)
     assert issubclass(E.TokenBudgetUndefinedError, ValueError)
     assert issubclass(E.RecordNotFoundError, KeyError)
+    assert issubclass(E.StorageFailedError, OSError)
     assert "[MEMORY_RECORD_NOT_FOUND] gone" == str(E.RecordNotFoundError("gone"))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from f09_memory.errors import SnapshotInvalidError, StorageFailedError
-from f09_memory.persistence.effects import EffectRecorder
+from f09_memory.persistence.effects import EffectRecorder, json_default
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "CommitMode", "DurableLog", "DurableSession"]
 
@@ -184,7 +184,8 @@ class DurableLog:
             StorageFailedError: The row could not be written; the open transaction (every
                 row since the last commit) is rolled back.
         """
-        text = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=json_default)
         try:
             if not self._in_txn:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -284,7 +285,8 @@ class DurableSession:
         except StorageFailedError:
             self._reload()
             raise
-        if self.log.pending >= self.checkpoint_every:
+        if self.log.pending >= self.checkpoint_every and (
+                call == "tick" or self.log.commit_mode == "call"):  # tick mode: at a commit
             try:
                 self.checkpoint()
             except StorageFailedError as exc:  # the journal is intact: retried later

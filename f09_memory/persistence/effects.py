@@ -38,7 +38,14 @@ from f09_memory.summarization.pipeline import Summarizer
 from f09_memory.vector_index.exact import ExactIndex
 from f09_memory.vector_index.hnsw import HnswIndex
 
-__all__ = ["EFFECTS", "EFFECTS_VERSION", "EffectRecorder", "RecordingAgentMemory", "Replay"]
+__all__ = [
+    "EFFECTS",
+    "EFFECTS_VERSION",
+    "EffectRecorder",
+    "RecordingAgentMemory",
+    "Replay",
+    "json_default",
+]
 
 EFFECTS_VERSION = 1
 """Version of the effect encoding; a row of another version is refused."""
@@ -273,7 +280,7 @@ class EffectRecorder:
         if not (head or tail or self.effects):
             return None
         row = {"v": EFFECTS_VERSION, "call": call,
-               "fx": encode([list(e) for e in (*head, *self.effects, *tail)])}
+               "fx": [list(e) for e in (*head, *self.effects, *tail)]}
         self.effects.clear()
         self._last = now
         return row
@@ -286,6 +293,13 @@ class EffectRecorder:
         """Forget what was recorded (the engine state was restored from the log)."""
         self.effects.clear()
         self._last = self._globals()
+
+
+def json_default(value: object) -> object:
+    """``json.dumps`` hook for the values effects hold besides JSON: arrays, numpy scalars."""
+    if isinstance(value, np.ndarray | np.generic):
+        return encode(value)
+    raise TypeError(f"an effect holds a {type(value).__name__}")
 
 
 # ---------------------------------------------------------------------- replay

@@ -108,7 +108,7 @@ def test_the_journal_holds_effects_already_redacted(tmp_path: Path) -> None:
     assert live._durable is not None
     rows = [row for _, row in live._durable.log.rows()]
     assert rows and all(row["v"] == EFFECTS_VERSION and "fx" in row for row in rows)
-    assert {"ingest", "tick", "summarization.complete"} <= {row["call"] for row in rows}
+    assert {"ingest", "tick", "summarize_pending"} <= {row["call"] for row in rows}
     names = {fx[0] for row in rows for fx in row["fx"]}
     assert names <= set(EFFECTS)
     crash(live)
