@@ -404,6 +404,7 @@ class MemoryEngine(Journaled):
                                              redact=self._prompt_redactor.redact_text)
 
     # ------------------------------------------------------------------ retrieval
+    @journaled
     def retrieve(
         self,
         request: RetrievalRequest | Mapping[str, Any],
@@ -429,6 +430,7 @@ class MemoryEngine(Journaled):
         req = self._prepare(RetrievalRequest.parse(request))
         self._semantic.check_query_vectors([req])
         t = self._time(now)
+        self._semantic.prepare_queries([req.query], t)
         pressure = req.pressure_state or self._state.pressure
         semantic = self._semantic
 
@@ -448,6 +450,7 @@ class MemoryEngine(Journaled):
     def _prepare(self, request: RetrievalRequest) -> RetrievalRequest:
         return redact_filters(request, self._ingestor.redactor.redact_text)
 
+    @journaled
     def retrieve_many(
         self, requests: Iterable[RetrievalRequest | Mapping[str, Any]], *, now: int | None = None
     ) -> list[RetrievedBundle]:
@@ -474,7 +477,7 @@ class MemoryEngine(Journaled):
             jobs.append((store.get(r.agent_id), r, pressure))
         t = self._time(now)
         self._semantic.check_query_vectors(reqs)
-        self._semantic.prepare_queries([r.query for r in reqs])  # one batched embedding call
+        self._semantic.prepare_queries([r.query for r in reqs], t)  # one batched call
         return self._retriever.retrieve_many(jobs, t, self._semantic.term)
 
     @property
@@ -591,7 +594,8 @@ class MemoryEngine(Journaled):
         pending = self._semantic.pending
         manifest, arrays = get_state(self._state, self.summarization.summarizer,
                                      self._semantic.version,
-                                     None if pending is None else pending.get_state())
+                                     None if pending is None else pending.get_state(),
+                                     None if pending is None else self._semantic.queries)
         return snapshot.dumps(manifest, arrays)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -727,6 +731,7 @@ class MemoryEngine(Journaled):
         assert blob is not None
         snap = snapshot.loads(blob, session.log.path)
         self._state.reset()
+        self._semantic.queries.reset()
         set_state(self._state, self.summarization.summarizer, self._semantic, snap.manifest,
                   snap.arrays)
         self._apply_journal(session.log)
@@ -765,7 +770,8 @@ class MemoryEngine(Journaled):
         O(records changed since the last call) (see ``core.digest``).
         """
         return state_hash(self._state, self._fingerprint,
-                          self.summarization.summarizer.get_state(), self._semantic.version)
+                          self.summarization.summarizer.get_state(), self._semantic.version,
+                          self._semantic.queries.digest())
 
     def _check(self) -> None:
         """Assert the state's invariants (tests call this after every mutation)."""

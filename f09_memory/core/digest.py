@@ -3,7 +3,8 @@
 ``state_hash = sha256(header, then one digest per agent in id order)`` where
 
 - the header is the canonical JSON of the config fingerprint, clock, pressure, cursors, the
-  summarizer's state and the embedder version;
+  summarizer's state, the embedder version and (async embedding mode) the query table's
+  digest;
 - an agent's digest is sha256 of its id, id counter, novelty-vocabulary digest and the sum
   (mod 2**128) of its records' 16-byte digests. A record's digest covers every stored field
   (quantized importance, times, layer, flags, status, text, tags, sparse metadata); it is
@@ -35,7 +36,7 @@ def config_fingerprint(config: MemoryConfig) -> str:
 
 
 def state_hash(state: EngineState, fingerprint: str, summarizer_state: dict[str, Any],
-               embedder_version: str | None) -> str:
+               embedder_version: str | None, queries: str | None = None) -> str:
     """sha256 hex of the whole state (see the module docstring).
 
     Runtime complexity: O(agents) plus O(records changed since the last call).
@@ -50,6 +51,8 @@ def state_hash(state: EngineState, fingerprint: str, summarizer_state: dict[str,
         "summarizer": summarizer_state,
         "embedder": embedder_version,
     }
+    if queries is not None:  # async embedding mode's query table (absent otherwise)
+        header["queries"] = queries
     h = hashlib.sha256(canonical_json(header, quantum))
     for am in state.store:
         total = refresh_digest(am, quantum)

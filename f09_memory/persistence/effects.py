@@ -5,7 +5,8 @@ performs (records added with their redacted fields and assigned keys, removed, u
 embedded; index builds; the maintained bounds) is appended to one effect list, in order,
 with everything replay needs (vectors included). Vocabulary observations are appended by
 the vocabulary itself; engine scalars, new tag tuples, the summarizer's and the async
-embedding queue's states are compared at the end of a call and appended when they changed.
+embedding queue's states are compared at the end of a call and appended when they changed;
+the async mode's query table appends its own changes.
 
 :func:`apply_row` replays a journal row by applying its effects to the store primitives,
 without running any logic: no LLM, no embedder, no event handler, no validation of the
@@ -219,12 +220,14 @@ class EffectRecorder:
         for am in store:
             self._watch(am)
         store.on_create = self._created
+        self.semantic.queries.journal = self.effects
         self._last = self._globals()
 
     def detach(self) -> None:
         """Stop recording (the agents become plain :class:`AgentMemory` again)."""
         store = self.state.store
         store.on_create = None
+        self.semantic.queries.journal = None
         for am in store:
             am.__class__ = AgentMemory
         for vocab in self.state.vocabularies.values():
@@ -523,6 +526,16 @@ def _scalars(r: Replay, values: list[Any]) -> None:
     state.backlog_total, state.backlog_streak = int(total), int(streak)
 
 
+def _query_vectors(r: Replay, texts: list[Any], vectors: object) -> None:
+    if not isinstance(texts, list):
+        raise ValueError("malformed query vectors")
+    r.semantic.queries.add([str(t) for t in texts], _vectors(vectors, len(texts)))
+
+
+def _query_clear(r: Replay) -> None:
+    r.semantic.queries.clear()
+
+
 def _summarizer(r: Replay, value: dict[str, Any]) -> None:
     if not isinstance(value, dict):
         raise ValueError("malformed summarizer state")
@@ -562,6 +575,8 @@ EFFECTS: dict[str, Callable[..., None]] = {
     "vocab.union": _vocab_union,
     "tags.add": _tags,
     "engine.scalars": _scalars,
+    "query.vectors": _query_vectors,
+    "query.clear": _query_clear,
     "summarizer.state": _summarizer,
     "embedding.jobs": _jobs,
     "embedding.version": _embedder,

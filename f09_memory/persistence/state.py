@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from f09_memory.core.state import EngineState
 from f09_memory.errors import MemoryEngineError, SnapshotInvalidError
 from f09_memory.protocols import VectorIndex
+from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer, PressureState
 from f09_memory.store.agent import AgentMemory
@@ -57,10 +58,12 @@ def _split(blob: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
 
 
 def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str | None,
-              embed_jobs: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], Arrays]:
+              embed_jobs: list[dict[str, Any]] | None = None,
+              queries: QueryVectors | None = None) -> tuple[dict[str, Any], Arrays]:
     """The engine's complete state: ``(manifest, arrays)`` for ``persistence.snapshot``.
 
-    ``embed_jobs`` are the pending async embedding jobs (``AsyncEmbedding.get_state``).
+    ``embed_jobs`` are the pending async embedding jobs (``AsyncEmbedding.get_state``) and
+    ``queries`` the async mode's query table.
     """
     columns: dict[str, list[NDArray[Any]]] = {name: [] for name in COLUMNS}
     texts: list[str] = []
@@ -122,9 +125,12 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
         "summarizer": summarizer.get_state(),
         "embedderVersion": embedder_version,
         "embedJobs": embed_jobs or [],
+        "queryVectors": None,
         "tags": state.store.tags.get_state(),
         "agents": agents,
     }
+    if queries is not None and queries.digest() is not None:
+        manifest["queryVectors"], arrays["queryVectors"] = queries.get_state()
     return manifest, arrays
 
 
@@ -240,6 +246,8 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
         semantic.retry_all(state.store)
         if semantic.pending is not None:
             semantic.pending.set_state(manifest["embedJobs"] if same_vectors else [])
+            if same_vectors and manifest.get("queryVectors") is not None:
+                semantic.queries.set_state(manifest["queryVectors"], arrays["queryVectors"])
     except MemoryEngineError as exc:
         raise SnapshotInvalidError(f"the snapshot's state is inconsistent: {exc.message}",
                                    details={"cause": exc.code.value}) from exc

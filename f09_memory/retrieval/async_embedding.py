@@ -33,8 +33,8 @@ class EmbedJob:
 
     Attributes:
         due: The logical time at which a tick attaches the vectors.
-        keys: ``(agent_id, key)`` of each text's record.
-        texts: The (redacted) contents, as stored.
+        keys: ``(agent_id, key)`` of each text's record (none for a query job).
+        texts: The (redacted) contents, as stored, or redacted query texts.
         future: The worker's result.
     """
 
@@ -42,6 +42,8 @@ class EmbedJob:
     keys: list[tuple[str, int]]
     texts: list[str]
     future: Future[NDArray[np.float32]] | None = None
+    queries: bool = False
+    """A job of query texts (``keys`` empty): its vectors enter the query table."""
 
 
 class AsyncEmbedding:
@@ -58,6 +60,8 @@ class AsyncEmbedding:
         self.jobs: deque[EmbedJob] = deque()
         self.keys: dict[str, set[int]] = {}
         """Per agent, the keys of pending jobs (``tick``'s retries leave them alone)."""
+        self.queued_queries: set[str] = set()
+        """Query texts of pending query jobs (not submitted twice)."""
         self._executor: Executor | None = None
         self._own: ThreadPoolExecutor | None = None
 
@@ -78,12 +82,22 @@ class AsyncEmbedding:
         job.future = self._pool().submit(self._embed, texts)
         self._queue(job)
 
+    def submit_queries(self, texts: list[str], now: int) -> None:
+        """Queue query texts asked at ``now`` (their vectors enter the query table)."""
+        job = EmbedJob(now + self.latency_ms, [], texts, queries=True)
+        job.future = self._pool().submit(self._embed, texts)
+        self._queue(job)
+
     def _queue(self, job: EmbedJob) -> None:
         self.jobs.append(job)
+        if job.queries:
+            self.queued_queries.update(job.texts)
         for agent_id, key in job.keys:
             self.keys.setdefault(agent_id, set()).add(key)
 
     def _forget(self, job: EmbedJob) -> None:
+        if job.queries:
+            self.queued_queries.difference_update(job.texts)
         for agent_id, key in job.keys:
             waiting = self.keys.get(agent_id)
             if waiting is not None:
@@ -102,8 +116,8 @@ class AsyncEmbedding:
 
     @property
     def waiting(self) -> int:
-        """Texts submitted and not applied yet."""
-        return sum(len(job.texts) for job in self.jobs)
+        """Record texts submitted and not applied yet (query texts are not counted)."""
+        return sum(len(job.texts) for job in self.jobs if not job.queries)
 
     def drop(self) -> None:
         """Forget every pending job (a new provider: the records are re-embedded anyway)."""
@@ -112,11 +126,12 @@ class AsyncEmbedding:
                 job.future.cancel()
         self.jobs.clear()
         self.keys.clear()
+        self.queued_queries.clear()
 
     def get_state(self) -> list[dict[str, Any]]:
         """The pending jobs, JSON-safe (due time, keys, texts)."""
-        return [{"due": j.due, "keys": [[a, k] for a, k in j.keys], "texts": list(j.texts)}
-                for j in self.jobs]
+        return [{"due": j.due, "keys": [[a, k] for a, k in j.keys], "texts": list(j.texts),
+                 **({"queries": True} if j.queries else {})} for j in self.jobs]
 
     def set_state(self, jobs: Sequence[Mapping[str, Any]]) -> None:
         """Replace the queue with saved jobs and submit them again.
@@ -128,9 +143,10 @@ class AsyncEmbedding:
         for j in jobs:
             keys = [(str(a), int(k)) for a, k in j["keys"]]
             texts = [str(t) for t in j["texts"]]
-            if len(keys) != len(texts):
-                raise ValueError("an embedding job's keys and texts differ in length")
-            restored.append(EmbedJob(int(j["due"]), keys, texts))
+            queries = j.get("queries", False) is True
+            if (queries and keys) or (not queries and len(keys) != len(texts)):
+                raise ValueError("an embedding job's keys and texts disagree")
+            restored.append(EmbedJob(int(j["due"]), keys, texts, queries=queries))
         self.drop()
         for job in restored:
             job.future = self._pool().submit(self._embed, job.texts)

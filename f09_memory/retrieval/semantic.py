@@ -43,16 +43,21 @@ from f09_memory.protocols import EmbeddingProvider, VectorIndex
 from f09_memory.retrieval.async_embedding import AsyncEmbedding
 from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
+from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import record_id
 from f09_memory.store.store import MemoryStore
 from f09_memory.vector_index.checks import unit_rows
 
-__all__ = ["NO_QUERY", "SemanticMemory"]
+__all__ = ["NO_QUERY", "QUERY_PENDING", "SemanticMemory"]
 
 NO_QUERY = "NO_QUERY"
 """``semantic_fallback`` when the request carried neither query text nor query vectors."""
+
+QUERY_PENDING = "QUERY_PENDING"
+"""``semantic_fallback`` in async embedding mode while the query text's vector is on its way
+(it enters the query table at a tick; see ``retrieval.query_vectors``)."""
 
 _QUERY_CACHE_MAX = 4096
 _DEPTH_PER_PACKED = 4
@@ -115,6 +120,9 @@ class SemanticMemory:
             AsyncEmbedding(self._embed, config.embedding_latency_ms)
             if config.embedding_mode == "async" else None)
         """Async mode: the embedding jobs waiting for their tick."""
+        self.queries = QueryVectors(_QUERY_CACHE_MAX)
+        """Async mode: the query vectors applied by ticks (engine state; keyed by the
+        redacted query text)."""
         self.retry_agents: SortedSet = SortedSet()
         """Agents that may hold live un-embedded records (failed or stale), in id order:
         ``retry_slice`` visits only these and drops those it finds done."""
@@ -149,6 +157,7 @@ class SemanticMemory:
         """Mark every vector stale and drop every index (after a provider change)."""
         if self.pending is not None:
             self.pending.drop()
+            self.queries.clear()
         for am in store:
             am.clear_embedded()
             am.drop_index()
@@ -243,6 +252,9 @@ class SemanticMemory:
                     agent_id=a, record_ids=tuple(ids),
                     reason=f"{ErrorCode.MEMORY_EMBEDDING_FAILED.value}: {reason}"[:300])
                     for a, ids in by_agent.items())
+                continue
+            if job.queries:
+                self.queries.add(job.texts, vectors)
                 continue
             for i, (agent_id, key) in enumerate(job.keys):
                 am = store.get(agent_id)
@@ -382,12 +394,31 @@ class SemanticMemory:
                     "model, or pass the query text instead",
                     details={"index": i, "field": "query_vector", "dim": dim})
 
-    def prepare_queries(self, texts: Sequence[str | None]) -> None:
+    def _query_key(self, text: str) -> str:
+        """The query table's key of ``text`` (async mode): its redacted form."""
+        return text if self.redact is None else self.redact(text)
+
+    def query_pending(self, text: str | None) -> bool:
+        """Async mode: whether ``text`` has no vector in the query table yet."""
+        return (self.pending is not None and bool(text)
+                and self._query_key(text or "") not in self.queries)
+
+    def prepare_queries(self, texts: Sequence[str | None], now: int = 0) -> None:
         """Embed the distinct query texts not cached yet, in one batched call.
 
-        A provider failure is left for the per-request path (which falls back).
+        Async mode: hand them to the worker instead; their vectors enter the query table at
+        the first tick at or after ``now + embedding_latency_ms``. A provider failure is
+        left for the per-request path (which falls back).
         """
         if not self.available:
+            return
+        pending = self.pending
+        if pending is not None:
+            fresh = list(dict.fromkeys(
+                key for key in (self._query_key(t) for t in texts if t)
+                if key not in self.queries and key not in pending.queued_queries))
+            if fresh:
+                pending.submit_queries(fresh, now)
             return
         todo = list(dict.fromkeys(t for t in texts if t and t not in self._queries))
         if not todo:
@@ -414,12 +445,19 @@ class SemanticMemory:
             EmbeddingFailedError: The provider failed on the query text.
         """
         assert self.provider is not None
+        parts: list[NDArray[np.float32]] = []
+        if text and self.pending is not None:  # async: the query table's vector, if any
+            found = self.queries.get(self._query_key(text))
+            if found is not None:
+                parts.append(found[None, :])
+            text = None
+            if vectors is None:
+                return _centroid(parts) if parts else None
         if text and vectors is None:  # the common case: the text's centroid, computed once
             hit = self._centroids.get(text)
             if hit is not None:
                 return hit[0]
         dim = int(self.provider.dim)
-        parts: list[NDArray[np.float32]] = []
         if text:
             cached = self._queries.get(text)
             if cached is None:
@@ -484,6 +522,8 @@ class SemanticMemory:
             given = np.asarray(request.query_vector, dtype=np.float32)[None, :]
             query_vectors = given if query_vectors is None else np.concatenate(
                 (given, np.asarray(query_vectors, dtype=np.float32).reshape(-1, given.shape[1])))
+        if query_vectors is None and self.query_pending(request.query):
+            return SemanticTerm(None, QUERY_PENDING), slots
         try:
             q = self.query_vector(request.query, query_vectors)
         except MemoryEngineError as exc:
