@@ -212,6 +212,8 @@ class EffectRecorder:
         self.semantic = semantic
         self.effects: list[Effect] = []
         self._last: dict[str, Any] = {}
+        self._summarizer: tuple[int, str] = (-1, "")
+        self._jobs: tuple[int, str | None] = (-1, None)
 
     # ------------------------------------------------------------------ wiring
     def attach(self) -> None:
@@ -249,13 +251,19 @@ class EffectRecorder:
     def _globals(self) -> dict[str, Any]:
         state = self.state
         pending = self.semantic.pending
+        summarizer = self.summarizer
+        if self._summarizer[0] != summarizer.revision:  # serialized only after a change
+            self._summarizer = (summarizer.revision,
+                                json.dumps(summarizer.get_state(), sort_keys=True))
+        if pending is not None and self._jobs[0] != pending.revision:
+            self._jobs = (pending.revision, json.dumps(pending.get_state()))
         return {
             "engine": [state.clock, state.pressure.value, state.tick_cursor,
                        state.compaction.get_state(), state.backlog_total,
                        state.backlog_streak],
             "tags": len(state.store.tags),
-            "summarizer": json.dumps(self.summarizer.get_state(), sort_keys=True),
-            "embedJobs": None if pending is None else json.dumps(pending.get_state()),
+            "summarizer": self._summarizer[1],
+            "embedJobs": self._jobs[1],
             "embedder": self.semantic.version,
         }
 

@@ -64,6 +64,8 @@ class AsyncEmbedding:
         """Query texts of pending query jobs (not submitted twice)."""
         self._executor: Executor | None = None
         self._own: ThreadPoolExecutor | None = None
+        self.revision = 0
+        """Bumped whenever the queue changes (a cheap change check)."""
 
     def set_executor(self, executor: Executor | None) -> None:
         """Run jobs on ``executor`` from now on (``None``: a private one-thread pool)."""
@@ -89,6 +91,7 @@ class AsyncEmbedding:
         self._queue(job)
 
     def _queue(self, job: EmbedJob) -> None:
+        self.revision += 1
         self.jobs.append(job)
         if job.queries:
             self.queued_queries.update(job.texts)
@@ -107,6 +110,7 @@ class AsyncEmbedding:
 
     def take_due(self, now: int) -> list[EmbedJob]:
         """Remove and return the jobs due at or before ``now``, oldest first."""
+        self.revision += 1
         out = []
         while self.jobs and self.jobs[0].due <= now:
             job = self.jobs.popleft()
@@ -121,6 +125,7 @@ class AsyncEmbedding:
 
     def drop(self) -> None:
         """Forget every pending job (a new provider: the records are re-embedded anyway)."""
+        self.revision += 1
         for job in self.jobs:
             if job.future is not None:
                 job.future.cancel()

@@ -47,9 +47,10 @@ sharded); no clock, no randomness; ``get_state``/``set_state`` round-trip everyt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 
@@ -78,6 +79,18 @@ STATE_VERSION: Final = 2
 """Version of the ``get_state`` layout."""
 _REASON_CHARS: Final = 200
 _PENDING: Final = (TaskStatus.QUEUED, TaskStatus.RUNNING)
+
+
+_M = TypeVar("_M", bound=Callable[..., Any])
+
+
+def _mutating(fn: _M) -> _M:
+    """Mark a method that may change the summarizer's state (bumps ``revision``)."""
+    @functools.wraps(fn)
+    def wrapper(self: Summarizer, *args: Any, **kwargs: Any) -> Any:
+        self.revision += 1
+        return fn(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -165,6 +178,8 @@ class Summarizer:
         self._system = load_summary_template()[0]
         self._pending: dict[str, _Pending] = {}
         self._by_agent: dict[str, str] = {}
+        self.revision = 0
+        """Bumped by every method that may change the state (a cheap change check)."""
         self._counters: dict[str, int] = {}
         self._next: dict[str, int] = {}
         self._ready: list[_Pending] = []
@@ -213,6 +228,7 @@ class Summarizer:
         """Tasks finished without the LLM and not applied yet (held ones included)."""
         return len(self._ready) + len(self._held)
 
+    @_mutating
     def hold(self, outcome: SummaryOutcome) -> None:
         """Keep a taken outcome until it is applied (a tick may apply it in a later step)."""
         self._held.append(outcome)
@@ -222,6 +238,7 @@ class Summarizer:
         """The oldest held outcome, without taking it."""
         return self._held[0] if self._held else None
 
+    @_mutating
     def take_held(self) -> SummaryOutcome:
         """Take the oldest held outcome (to apply it).
 
@@ -239,6 +256,7 @@ class Summarizer:
         return self._late.get(task_id) if isinstance(task_id, str) else None
 
     # ------------------------------------------------------------------ phase 1
+    @_mutating
     def schedule(
         self,
         am: AgentMemory,
@@ -338,6 +356,7 @@ class Summarizer:
             self._waiting.add(agent_id)
         return task
 
+    @_mutating
     def take_ready(self, task_id: str | None = None) -> SummaryOutcome | None:
         """Finish the oldest task that waits without the LLM (heuristic, skip or timed out).
 
@@ -360,6 +379,7 @@ class Summarizer:
                               ready.reason[len(_SKIP):])
         return self._heuristic(ready.task, ready.sources, ready.reason, self._terms(ready))
 
+    @_mutating
     def collect(self) -> list[SummaryOutcome]:
         """Finish every waiting task (:meth:`take_ready` until none is left), oldest first."""
         out: list[SummaryOutcome] = []
@@ -367,6 +387,7 @@ class Summarizer:
             out.append(outcome)
         return out
 
+    @_mutating
     def time_out(self, now: int) -> list[SummarizationTask]:
         """Give up waiting for the LLM on tasks whose deadline is at or before ``now``.
 
@@ -393,6 +414,7 @@ class Summarizer:
                 del self._late[next(iter(self._late))]
         return [p.task for p in due]
 
+    @_mutating
     def ignore_late(self, task_id: str) -> SummaryOutcome:
         """The outcome of an answer to a timed-out task: nothing changes (``path="none"``).
 
@@ -421,6 +443,7 @@ class Summarizer:
         ).user
 
     # ------------------------------------------------------------------ phase 2
+    @_mutating
     def poll(self, now: int | None = None) -> list[SummarizationTask]:
         """Start the queued tasks created at or before ``now`` (all if ``None``).
 
@@ -446,6 +469,7 @@ class Summarizer:
                                  p.task.created_at) + timeout
         return [p.task for p in started]
 
+    @_mutating
     def complete(self, task_id: str, text: str | None) -> SummaryOutcome:
         """Finish a queued or running task with the LLM's ``text``.
 
@@ -467,6 +491,7 @@ class Summarizer:
         self._release(pending)
         return self._judge(pending, text)
 
+    @_mutating
     def fail(self, task_id: str, reason: str) -> SummaryOutcome:
         """Give up a queued or running task: it becomes ``failed`` and the sources are kept.
 
@@ -485,6 +510,7 @@ class Summarizer:
         return self._kept(pending.task, pending.sources, TaskStatus.FAILED,
                           reason.strip() or "failed")
 
+    @_mutating
     def complete_after_error(self, task_id: str, error: str) -> SummaryOutcome:
         """Finish a running task whose LLM call failed: the heuristic summary replaces it.
 
@@ -620,6 +646,7 @@ class Summarizer:
             "late": [t.to_json_dict() for t in self._late.values()],
         }
 
+    @_mutating
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore from :meth:`get_state` (the config and ``redact`` stay this instance's).
 
