@@ -2,7 +2,8 @@
 
 Modules: ``exact`` (ExactIndex: brute-force cosine over a contiguous float32 matrix, the
 baseline, reproducible everywhere), ``hnsw`` (HnswIndex: hnswlib HNSW graph built
-deterministically, for large agents), ``select`` (make_index picks one by size; recall_at_k
+deterministically, for large agents), ``hnsw_graph`` (checked_graph: a serialized
+hnswlib graph verified before hnswlib, which trusts it, is given it), ``select`` (make_index picks one by size; recall_at_k
 measures an approximate index), ``ordering`` (the shared result order: quantized similarity
 desc, then key asc), ``checks`` (argument checks shared by both indexes), ``kernels``
 (``similarities``: the matrix-vector product over stored vectors, computed on the calling

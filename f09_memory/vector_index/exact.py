@@ -27,7 +27,10 @@ from f09_memory.vector_index.checks import as_keys, as_query, as_vectors, check_
 from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.ordering import DEFAULT_QUANTUM, check_quantum, rank_top_k
 
-__all__ = ["ExactIndex"]
+__all__ = ["UNIT_TOLERANCE", "ExactIndex"]
+
+UNIT_TOLERANCE = 1e-3
+"""How far a restored row's squared length may be from 1 (float32 rounding is ~1e-7)."""
 
 _GATHER_FRACTION = 4  # an ``allowed`` list below 1/4 of the live rows is gathered row by row
 
@@ -293,7 +296,8 @@ class ExactIndex:
 
         Raises:
             InputInvalidError: The state is malformed, of another kind, of another ``dim``,
-                or has duplicate keys (nothing changes).
+                has duplicate keys, or rows that are not unit length (or zero) within
+                ``UNIT_TOLERANCE`` (nothing changes).
 
         """
         try:
@@ -304,23 +308,30 @@ class ExactIndex:
                 "not an ExactIndex state: expected the mapping returned by get_state()",
                 details={"type": type(state).__name__},
             ) from exc
-        if kind != "exact" or dim != self._dim:
+        if not (isinstance(kind, str) and kind == "exact" and type(dim) is int
+                and dim == self._dim):
             raise InputInvalidError(
-                f"state is for a {kind!r} index of dim {dim!r}; this is an exact index of "
-                f"dim {self._dim}",
-                details={"kind": repr(kind), "dim": repr(dim)},
+                f"state is for a {kind!r:.20} index of dim {dim!r:.20}; this is an exact index "
+                f"of dim {self._dim}",
+                details={"kind": repr(kind)[:20], "dim": repr(dim)[:20]},
             )
         keys = as_keys(raw_keys)
         n = int(keys.shape[0])
         as_vectors(raw_vectors, n, self._dim)  # shape and finiteness
         if np.unique(keys).shape[0] != n:
             raise InputInvalidError("state has duplicate keys", details={"keys": n})
+        rows = np.asarray(raw_vectors, dtype=np.float32)
+        norms = np.einsum("ij,ij->i", rows, rows)
+        if not ((np.abs(norms - 1.0) <= UNIT_TOLERANCE) | (norms == 0.0)).all():
+            raise InputInvalidError(
+                "state vectors are not unit length (get_state() stores normalized rows)",
+                details={"rows": n})
         try:
             checked_quantum = check_quantum(quantum)
         except ConfigInvalidError as exc:
             raise InputInvalidError(exc.message, details=exc.details) from exc
         # keep the stored rows bit-for-bit (they were normalized when first added)
-        exact_rows = np.asarray(raw_vectors, dtype=np.float32)
+        exact_rows = rows
         capacity = max(1, self.capacity)
         while capacity < n:
             capacity *= 2

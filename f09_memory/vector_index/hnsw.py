@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from f09_memory.errors import ConfigInvalidError, InputInvalidError, RecordNotFoundError
 from f09_memory.vector_index.checks import as_keys, as_query, as_vectors, check_k
+from f09_memory.vector_index.hnsw_graph import checked_graph
 from f09_memory.vector_index.kernels import similarities
 from f09_memory.vector_index.ordering import DEFAULT_QUANTUM, check_quantum, rank_top_k
 
@@ -328,8 +329,8 @@ class HnswIndex:
         """Return the index as plain values and arrays (copies), graph included.
 
         The graph is hnswlib's own serialized form (a dict of ints, strings and numpy
-        arrays), so :meth:`set_state` restores an index that answers identically. Only pass
-        it states produced by :meth:`get_state`: hnswlib trusts the graph arrays.
+        arrays), so :meth:`set_state` restores an index that answers identically (it checks
+        the graph before hnswlib, which trusts it, sees it).
 
         Returns:
             ``{"kind": "hnsw", "dim", "m", "ef_construction", "ef", "seed", "quantum",
@@ -357,20 +358,24 @@ class HnswIndex:
     def set_state(self, state: dict[str, Any]) -> None:
         """Replace the contents with a state from :meth:`get_state`.
 
+        The graph is checked field by field before hnswlib sees it
+        (:func:`~f09_memory.vector_index.hnsw_graph.checked_graph`: sizes, neighbour ids,
+        levels, entry point, labels, deleted marks, finite vectors), so a damaged or forged
+        state is refused instead of crashing the process. Runtime complexity:
+        O(elements * (M + dim)).
+
         Args:
             state: The state mapping.
 
         Raises:
-            InputInvalidError: The state is malformed, of another kind or of another ``dim``
-                (nothing changes).
+            InputInvalidError: The state is malformed, of another kind or of another ``dim``,
+                or its graph is inconsistent (nothing changes).
 
         """
         try:
             kind, dim, graph = state["kind"], state["dim"], state["graph"]
-            settings = {
-                name: int(state[name])
-                for name in ("m", "ef_construction", "ef", "seed", "quantum", "exact_filter_max")
-            }
+            settings = {name: state[name] for name in (
+                "m", "ef_construction", "ef", "seed", "quantum", "exact_filter_max")}
             live = as_keys(state["live"], non_negative=True).tolist()
             deleted = as_keys(state["deleted"], non_negative=True).tolist()
         except (KeyError, TypeError, ValueError) as exc:
@@ -378,30 +383,44 @@ class HnswIndex:
                 "not an HnswIndex state: expected the mapping returned by get_state()",
                 details={"type": type(state).__name__},
             ) from exc
-        if kind != "hnsw" or dim != self._dim or not isinstance(graph, dict):
+        if not (isinstance(kind, str) and kind == "hnsw" and type(dim) is int
+                and dim == self._dim and isinstance(graph, dict)):
             raise InputInvalidError(
-                f"state is for a {kind!r} index of dim {dim!r}; this is an hnsw index of "
-                f"dim {self._dim}",
-                details={"kind": repr(kind), "dim": repr(dim)},
+                f"state is for a {kind!r:.20} index of dim {dim!r:.20}; this is an hnsw index "
+                f"of dim {self._dim}",
+                details={"kind": repr(kind)[:20], "dim": repr(dim)[:20]},
             )
-        if graph.get("dim") != self._dim or graph.get("space") != "ip":
-            raise InputInvalidError(
-                "state graph does not match this index (dim or space differ)",
-                details={"dim": repr(graph.get("dim")), "space": repr(graph.get("space"))},
-            )
+        for name, low in (("m", 2), ("ef_construction", 1), ("ef", 1), ("seed", 0),
+                          ("exact_filter_max", 0)):
+            value = settings[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputInvalidError(f"state {name} is not an int >= {low}",
+                                        details={"field": name})
+        try:
+            quantum = check_quantum(settings["quantum"])
+        except ConfigInvalidError as exc:
+            raise InputInvalidError("state quantum is invalid", details={"field": "quantum"}
+                                    ) from exc
+        if len(set(live)) != len(live) or len(set(deleted)) != len(deleted) or (
+                set(live) & set(deleted)):
+            raise InputInvalidError("state has a repeated key or a key both live and deleted",
+                                    details={"live": len(live), "deleted": len(deleted)})
+        checked = checked_graph(graph, dim=self._dim, m=settings["m"],
+                                ef_construction=settings["ef_construction"],
+                                seed=settings["seed"], live=live, deleted=deleted)
         index = hnswlib.Index.__new__(hnswlib.Index)
         try:
-            index.__setstate__((dict(graph),))
-        except (RuntimeError, TypeError, ValueError) as exc:
+            index.__setstate__((checked,))
+        except (RuntimeError, TypeError, ValueError, MemoryError) as exc:
             raise InputInvalidError(
-                f"hnswlib could not restore the graph: {exc}", details={}
+                f"hnswlib could not restore the graph ({type(exc).__name__})", details={}
             ) from exc
         self._index = index
         self._m = settings["m"]
         self._ef_construction = settings["ef_construction"]
         self._ef = settings["ef"]
         self._seed = settings["seed"]
-        self._quantum = settings["quantum"]
+        self._quantum = quantum
         self._exact_filter_max = settings["exact_filter_max"]
         self._live = set(live)
         self._deleted = set(deleted)

@@ -218,6 +218,27 @@ def test_set_state_rejects_foreign_states_and_changes_nothing():
     assert len(index) == 5
 
 
+def _with(state, **changes):
+    return {**state, **changes}
+
+
+def test_set_state_rejects_damaged_states_and_changes_nothing():
+    index, _, _, _ = _filled(n=5, dim=4)
+    state = index.get_state()
+    for bad in (_with(state, vectors=state["vectors"] * 3.0),
+                _with(state, vectors=np.full((5, 4), np.nan, np.float32)),
+                _with(state, kind=np.array(["exact", "exact"])),
+                _with(state, dim=np.array([4, 4])),
+                _with(state, keys=np.array([1, 1, 2, 3, 4])),
+                _with(state, keys=state["keys"][:4])):
+        with pytest.raises(InputInvalidError):
+            index.set_state(bad)
+    assert len(index) == 5
+    zero = _with(state, vectors=np.zeros((5, 4), np.float32))
+    index.set_state(zero)  # all-zero rows are what the normalization leaves for zero input
+    index._check()
+
+
 def test_seeded_stress_matches_a_dict_model():
     rng = np.random.default_rng(1234)
     dim = 8
