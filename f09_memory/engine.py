@@ -633,18 +633,25 @@ class MemoryEngine(Journaled):
         token_counter: TokenCounter | None = None,
         pressure_source: PressureSource | None = None,
         embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
+        max_bytes: int = snapshot.DEFAULT_MAX_BYTES,
     ) -> MemoryEngine:
         """Rebuild an engine from a snapshot written by :meth:`save`.
 
         Adapters are not stored: pass the same ``embedder`` (same ``version``) to keep the
-        saved vectors, otherwise records are re-embedded by later ticks.
+        saved vectors, otherwise records are re-embedded by later ticks. The file is not
+        trusted: a payload above ``max_bytes`` (default 4 GiB) is refused unread, memory
+        stays a small multiple of the file size, and the state's invariants are checked
+        before anything is restored (``persistence.validate``).
 
         Raises:
-            SnapshotInvalidError: The file is missing, truncated, corrupted, foreign or of
-                another format version (``MEMORY_SNAPSHOT_INVALID``); nothing is half-loaded.
+            SnapshotInvalidError: The file is missing, too large, truncated, corrupted,
+                foreign, of another format version, or holds an inconsistent state
+                (``MEMORY_SNAPSHOT_INVALID``, naming the problem); nothing is half-loaded.
+            InputInvalidError: ``max_bytes`` is not a positive integer.
         """
-        return cls._restore(snapshot.read_snapshot(path), path, token_counter=token_counter,
-                            pressure_source=pressure_source, embedder=embedder)
+        return cls._restore(snapshot.read_snapshot(path, max_bytes=max_bytes), path,
+                            token_counter=token_counter, pressure_source=pressure_source,
+                            embedder=embedder)
 
     @classmethod
     def open(
