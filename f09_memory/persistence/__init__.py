@@ -1,7 +1,9 @@
 """Persistence: snapshots of a whole engine, written atomically and verified on load.
 
 Modules: ``snapshot`` (the versioned, checksummed binary file: write_snapshot,
-read_snapshot, dumps, loads), ``state`` (get_state, set_state: the engine state as columns
+read_snapshot, dumps, loads; reading is bounded by ``max_bytes`` and never inflates),
+``validate`` (validate_state: every invariant of a decoded engine state, checked before it
+is restored), ``state`` (get_state, set_state: the engine state as columns
 and its exact restoration; imported as ``f09_memory.persistence.state``, it sits above the
 services), ``durable`` (DurableLog: the SQLite snapshot + journal of effects;
 DurableSession) and ``effects`` (what a call changed: EffectRecorder, the effect registry
@@ -13,6 +15,7 @@ points.
 
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.persistence.snapshot import (
+    DEFAULT_MAX_BYTES,
     MAGIC,
     SNAPSHOT_VERSION,
     Snapshot,
@@ -23,6 +26,7 @@ from f09_memory.persistence.snapshot import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "MAGIC",
     "Journaled",
     "SNAPSHOT_VERSION",

@@ -18,6 +18,13 @@ from numpy.typing import NDArray
 
 from f09_memory.core.state import EngineState
 from f09_memory.errors import MemoryEngineError, SnapshotInvalidError
+from f09_memory.persistence.validate import (
+    check_references,
+    check_restored,
+    check_words,
+    invalid,
+    validate_state,
+)
 from f09_memory.protocols import VectorIndex
 from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.retrieval.semantic import SemanticMemory
@@ -109,7 +116,7 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
     arrays["text"], arrays["textEnds"] = _join(texts)
     arrays["words"], arrays["wordEnds"] = _join(words)
     arrays["ring"] = np.array(ring_keys, dtype=np.int64)
-    dims = {a["dim"] for a in agents if a["dim"] is not None}
+    dims = {int(v.shape[1]) for v in vectors}  # agents with embedded rows share one dim
     dim = dims.pop() if len(dims) == 1 else 0
     arrays["vectors"] = (np.concatenate(vectors) if vectors and dim
                          else np.zeros((0, dim), dtype=np.float32))
@@ -206,24 +213,35 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
     """Load a state from :func:`get_state` into a fresh engine's ``state``.
 
     Vectors and indexes are kept when the engine's embedder has the saved version; otherwise
-    the records are stored un-embedded and re-embedded by later ticks.
+    the records are stored un-embedded and re-embedded by later ticks. Everything is checked
+    first (``persistence.validate``), the restored state's invariants last, and only then
+    are pending embedding jobs resubmitted, so a refused state starts no thread.
 
     Raises:
-        SnapshotInvalidError: The state is not an engine state or is inconsistent.
+        SnapshotInvalidError: The state is not an engine state or breaks an invariant (the
+            message names the part and the rule).
     """
-    if manifest.get("kind") != STATE_KIND:
+    kind = manifest.get("kind")
+    if not isinstance(kind, str) or kind != STATE_KIND:
         raise SnapshotInvalidError("the snapshot does not hold an f09-memory engine state",
-                                   details={"kind": str(manifest.get("kind"))[:40]})
+                                   details={"kind": str(kind)[:40]})
+    step = "the manifest"
     try:
+        validate_state(manifest, arrays, config=state.config, seed=state.seed)
         same_vectors = (manifest["embedderVersion"] is not None
                         and manifest["embedderVersion"] == semantic.version)
+        step = "the tag table"
         state.store.tags.set_state(manifest["tags"])
+        step = "the record texts"
         texts = _split(arrays["text"], arrays["textEnds"])
+        step = "the vocabularies"
         words = _split(arrays["words"], arrays["wordEnds"])
+        check_words(words, manifest["agents"])
         ring = arrays["ring"].tolist()
         vectors = arrays["vectors"]
         start = ring_at = word_at = vec_at = 0
-        for a in manifest["agents"]:
+        for i, a in enumerate(manifest["agents"]):
+            step = f"agents[{i}]"
             n = int(a["count"])
             stop = start + n
             cols = {name: arrays[name][start:stop] for name in COLUMNS}
@@ -237,21 +255,33 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
                 vec_at + n_vec)
         if start != arrays["key"].shape[0]:
             raise ValueError("the columns hold more records than the agents name")
+        step = "the cursors"
         state.clock = int(manifest["clock"])
         state.pressure = PressureState(manifest["pressure"])
         state.tick_cursor = int(manifest["tickCursor"])
         state.compaction.set_state(manifest["compactionCursor"])
         state.backlog_total, state.backlog_streak = (int(x) for x in manifest["backlog"])
+        step = "the summarizer"
         summarizer.set_state(manifest["summarizer"])
+        check_references(manifest["summarizer"],
+                         {a["agentId"]: a["nextKey"] for a in manifest["agents"]})
+        check_restored(state, summarizer)
+        step = "the embedding jobs"
         semantic.retry_all(state.store)
-        if semantic.pending is not None:
-            semantic.pending.set_state(manifest["embedJobs"] if same_vectors else [])
+        if semantic.pending is not None:  # last: it starts the embedding thread
             if same_vectors and manifest.get("queryVectors") is not None:
+                step = "the query vectors"
                 semantic.queries.set_state(manifest["queryVectors"], arrays["queryVectors"])
+            step = "the embedding jobs"
+            semantic.pending.set_state(manifest["embedJobs"] if same_vectors else [])
+    except SnapshotInvalidError:
+        raise
     except MemoryEngineError as exc:
-        raise SnapshotInvalidError(f"the snapshot's state is inconsistent: {exc.message}",
-                                   details={"cause": exc.code.value}) from exc
-    except (KeyError, TypeError, ValueError, IndexError, AssertionError) as exc:
-        raise SnapshotInvalidError(
-            f"the snapshot's state is inconsistent ({type(exc).__name__}: {exc})"[:300],
-            details={"cause": type(exc).__name__}) from exc
+        raise invalid(f"{step} was refused by its own checks ({exc.code.value})") from exc
+    except UnicodeDecodeError as exc:
+        raise invalid(f"{step} are not valid UTF-8") from exc
+    except MemoryError:
+        raise invalid(f"{step} needs more memory than is available") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
+            RecursionError, AssertionError) as exc:
+        raise invalid(f"{step} is malformed ({type(exc).__name__})") from exc
