@@ -490,6 +490,8 @@ class AgentMemory:
         self.alive[slot] = False
         if self.embedded.item(slot):
             self.embedded[slot] = False
+        # an updated record is un-embedded but keeps its key in the index until re-embedded
+        if self.index is not None or self.index_build is not None:
             gone = np.array([key], dtype=np.int64)
             for index in (self.index, self.index_build):
                 if index is not None:
@@ -525,10 +527,9 @@ class AgentMemory:
         self.next_rev += len(slots)
         self.dirty = True
         self.alive[index] = False
-        embedded = self.embedded[index]
-        if embedded.any():
-            self.embedded[index] = False
-            gone = np.asarray(keys, dtype=np.int64)[embedded]
+        self.embedded[index] = False
+        if self.index is not None or self.index_build is not None:  # updated keys too
+            gone = np.asarray(keys, dtype=np.int64)
             for vector_index in (self.index, self.index_build):
                 if vector_index is not None:
                     vector_index.remove(gone)
@@ -677,8 +678,10 @@ class AgentMemory:
             assert not getattr(self, name)[hi:].any(), f"{name} set above the high-water mark"
         assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
         assert not (self.hashed[:hi] & ~alive).any(), "a dead slot is marked hashed"
-        if self.index is not None:
-            assert len(self.index) <= int(self.embedded[:hi].sum()), "index holds dead keys"
+        if self.index is not None:  # an updated record keeps its key until re-embedded
+            keys = getattr(self.index, "keys", None)
+            assert len(self.index) <= len(self.slot_of) and (
+                keys is None or set(keys().tolist()) <= set(self.slot_of)), "index holds dead keys"
         for claim, key in self.claims.items():
             slot = self.slot_of[key]
             assert self.extras[key].attributes.get("claimKey") == claim
