@@ -6,8 +6,8 @@ manifest and arrays, before anything is restored: the manifest's shape and scala
 (clock, pressure, cursors, backlog), the tag table, the agents (ids valid, unique and
 sorted, counts that add up), the columns (dtypes, lengths, keys unique per agent and below
 ``nextKey``, codes and values in range), the episodic rings, the vocabularies, the vectors
-(one finite unit row per embedded record), the sparse metadata (keys of live records, one
-active claim per claim key), the vector indexes (parameters of this config, keys of live
+(one finite unit row per embedded record), the sparse metadata (keys of live records,
+metadata of known shape), the vector indexes (parameters of this config, keys of live
 records) and the pending embedding jobs. :func:`check_references` checks what the
 summarizer's state points at, and :func:`check_restored` runs the restored state's
 ``_check()`` as a last guard. Each raises :class:`~f09_memory.errors.SnapshotInvalidError`
@@ -272,8 +272,7 @@ def _check_sparse(a: dict[str, Any], i: int, cols: dict[str, NDArray[Any]]) -> N
     for _, text in _sparse_keys(a["sourceEvents"], f"agents[{i}].sourceEvents", keys):
         if not isinstance(text, str):
             raise invalid(f"agents[{i}].sourceEvents holds a non-string event")
-    claims: set[str] = set()
-    for key, data in _sparse_keys(a["extras"], f"agents[{i}].extras", keys):
+    for _, data in _sparse_keys(a["extras"], f"agents[{i}].extras", keys):
         if not isinstance(data, dict) or not data or not set(data) <= _EXTRA_FIELDS:
             raise invalid(f"agents[{i}].extras holds an entry that is not record metadata")
         refs = data.get("sourceRefIds", [])
@@ -283,11 +282,6 @@ def _check_sparse(a: dict[str, Any], i: int, cols: dict[str, NDArray[Any]]) -> N
         if not isinstance(attrs, dict) or not all(
                 isinstance(k, str) and isinstance(v, _SCALARS) for k, v in attrs.items()):
             raise invalid(f"agents[{i}].extras holds attributes that are not scalars")
-        claim = attrs.get("claimKey")
-        if isinstance(claim, str) and int(cols["status"][np.searchsorted(keys, key)]) == 0:
-            if claim in claims:
-                raise invalid(f"agents[{i}] has two active records with one claim key")
-            claims.add(claim)
 
 
 def _check_index(a: dict[str, Any], i: int, keys: NDArray[np.int64], config: MemoryConfig,
