@@ -20,7 +20,7 @@ from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
 from f09_memory.errors import SnapshotInvalidError
 from f09_memory.persistence import snapshot
 
-CASES = 60
+CASES = 40
 _GRAPH_ARRAYS = ("data_level0", "link_lists", "element_levels", "label_lookup_external",
                  "label_lookup_internal")
 _GRAPH_SCALARS = ("cur_element_count", "max_elements", "enterpoint_node", "max_level",
