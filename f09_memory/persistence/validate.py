@@ -315,7 +315,10 @@ def _check_jobs(jobs: object, next_key: dict[str, int]) -> None:
         entry = _fields(job, f"embedJobs[{j}]", ("due", "keys", "texts"))
         _int(entry["due"], f"embedJobs[{j}].due")
         keys = _list(entry["keys"], f"embedJobs[{j}].keys")
-        texts = _list(entry["texts"], f"embedJobs[{j}].texts", len(keys))
+        queries = entry.get("queries", False)
+        if queries not in (False, True) or (queries and keys):
+            raise invalid(f"embedJobs[{j}] is a query job that names records")
+        texts = _list(entry["texts"], f"embedJobs[{j}].texts", None if queries else len(keys))
         for pair in keys:
             if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
                     and pair[0] in next_key and type(pair[1]) is int
