@@ -187,7 +187,7 @@ class MemoryEngine(Journaled):
         """Live records of one agent (or all), optionally of one layer. O(agents)."""
         code = None if layer is None else parse_layer(layer).code
         store = self._state.store
-        ams = store if agent_id is None else [a for a in [store.get(agent_id)] if a]
+        ams = store if agent_id is None else [a for a in [self._agent(agent_id)] if a]
         if code is None:
             return sum(am.live for am in ams)
         return sum(int(am.layer_counts[code]) for am in ams)
@@ -201,7 +201,7 @@ class MemoryEngine(Journaled):
         return self._reader.get(record_id)
 
     def _agent(self, agent_id: str) -> AgentMemory | None:
-        return self._state.store.get(validate_agent_id(agent_id))
+        return self._state.store.get(validate_agent_id(agent_id, self._ingestor.limits.agent_id))
 
     def records(
         self, agent_id: str, layer: MemoryLayer | str | None = None
@@ -263,10 +263,11 @@ class MemoryEngine(Journaled):
             InputInvalidError: A malformed argument (state unchanged).
             CapacityExceededError: The agent is at ``max_records_per_agent``.
         """
-        agent_id = validate_agent_id(agent_id)
+        limits = self._ingestor.limits
+        agent_id = validate_agent_id(agent_id, limits.agent_id)
         t = self._time(now)
         item = validate_item(content, layer, importance, tags, metadata, ttl, flagged,
-                             source_event)
+                             source_event, limits)
         return self._reader.build(*self._writer.ingest_one(agent_id, item, t))
 
     @journaled
@@ -284,7 +285,7 @@ class MemoryEngine(Journaled):
             InputInvalidError: An item is malformed (the message gives its index).
             CapacityExceededError: The batch would pass ``max_records_per_agent``.
         """
-        agent_id = validate_agent_id(agent_id)
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
         t = self._time(now)
         return self._writer.ingest_records(agent_id, self._writer.validate_items(items), t)
 
@@ -344,7 +345,8 @@ class MemoryEngine(Journaled):
             InputInvalidError: A malformed argument, or a temporal claim whose ``valid_to``
                 is not after ``now`` (state unchanged).
         """
-        return ingest_claim(self._writer, self._reader, validate_agent_id(agent_id), content,
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        return ingest_claim(self._writer, self._reader, agent_id, content,
                             claim, layer=layer, importance=importance, tags=tags,
                             now=self._time(now))
 
@@ -397,8 +399,8 @@ class MemoryEngine(Journaled):
         for rid in record_ids:
             rec = self.get(rid)
             if rec.agent_id != agent_id:
-                raise RecordNotFoundError(f"{rid!r:.80} is not a record of agent {agent_id!r:.80}",
-                                          details={"id": rid, "agentId": agent_id})
+                raise RecordNotFoundError("a record id is not a record of the agent",
+                                          details={"field": "record_ids"})
             lines.append(f"- {rec.content}")
         return build_typed_extraction_prompt("\n".join(lines), today_date=today_date,
                                              redact=self._prompt_redactor.redact_text)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
+from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ErrorCode, RetentionViolationError
 from f09_memory.redaction.patterns import compile_patterns
@@ -15,7 +16,9 @@ from f09_memory.schema.enums import MemoryLayer
 __all__ = ["DEFAULT_EMBED_UNITS", "ImportanceSettings", "MemoryConfig", "RetentionPolicy",
            "TickCosts"]
 
-PosInt = Annotated[StrictInt, Field(ge=1)]
+PosInt = Annotated[StrictInt, Field(ge=1, lt=MAX_LOGICAL_TIME)]
+Duration = Annotated[StrictInt, Field(ge=0, lt=MAX_LOGICAL_TIME)]
+"""A logical duration (ms or ticks): below 2**62, so a time plus it fits int64."""
 
 
 class _ConfigModel(BoundaryModel):
@@ -151,18 +154,20 @@ class MemoryConfig(_ConfigModel):
     ``episodic_max``, ``summarization_batch_size``, ``summarization_min_interval_ms``,
     ``decay_half_life_ms``, ``importance_boost``, ``throttle_compression_ratio``,
     ``embedding_dim``, ``max_context_tokens``, ``redact_patterns``, ``retention_policy``.
-    The rest are this engine's additions, each documented on its field.
+    The rest are this engine's additions, each documented on its field. Every duration and
+    count is below ``2**62`` (logical time, see ``f09_memory._validate``), so a time plus a
+    duration fits int64.
 
     Raises:
         ConfigInvalidError: A value is out of range (the message names field and range).
         RedactionPatternInvalidError: A custom redaction pattern is invalid.
     """
 
-    episodic_window: Annotated[StrictInt, Field(ge=0)] = 900_000
+    episodic_window: Duration = 900_000
     episodic_max: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 1200
     summarization_batch_size: Annotated[StrictInt, Field(ge=2, le=10_000)] = 25
-    summarization_min_interval_ms: Annotated[StrictInt, Field(ge=0)] = 60_000
-    decay_half_life_ms: Annotated[StrictInt, Field(ge=1)] = 3_600_000
+    summarization_min_interval_ms: Duration = 60_000
+    decay_half_life_ms: PosInt = 3_600_000
     importance_boost: Annotated[float, Field(ge=1.0, le=100.0)] = 2.5
     throttle_compression_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = 0.55
     embedding_dim: Annotated[StrictInt, Field(ge=2, le=8192)] = 384
@@ -182,7 +187,24 @@ class MemoryConfig(_ConfigModel):
     max_records_per_agent: PosInt = 1_000_000
     """Hard ceiling of live records per agent: an ingest beyond it raises
     MEMORY_CAPACITY_EXCEEDED."""
-    dedup_window_ms: Annotated[StrictInt, Field(ge=0, le=2**62)] = 0
+
+    # size limits of one record: an input past one raises MEMORY_INPUT_INVALID naming it
+    max_content_chars: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 65_536
+    """Longest content of one record, in characters (split longer texts)."""
+    max_agent_id_chars: Annotated[StrictInt, Field(ge=1, le=4_096)] = 256
+    """Longest agent id, in characters."""
+    max_tag_chars: Annotated[StrictInt, Field(ge=1, le=65_536)] = 256
+    """Longest tag, in characters (checked before redaction)."""
+    max_tags_per_record: Annotated[StrictInt, Field(ge=1, le=100_000)] = 256
+    """Most tags on one record (its own and its metadata's together)."""
+    max_source_event_chars: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 1_024
+    """Longest ``source_event`` (and each ``metadata.source_ref_ids`` entry), in characters."""
+    max_attribute_chars: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 4_096
+    """Longest attribute key or string value (and procedural ``pattern_id``), in characters;
+    a social ``other_agent_id`` has the agent id limit."""
+    max_attributes: Annotated[StrictInt, Field(ge=1, le=100_000)] = 64
+    """Most ``metadata.attributes`` entries on one record."""
+    dedup_window_ms: Duration = 0
     """Ingest dedup: a record whose normalized content (casefolded, whitespace collapsed,
     after redaction) equals a live record of the same agent and layer created less than
     this long ago reinforces that record (importance + ``dedup_importance_step``, recency
@@ -205,14 +227,14 @@ class MemoryConfig(_ConfigModel):
     them and the first ``tick`` at or after ``ingest time + embedding_latency_ms`` attaches
     the vectors (waiting for the worker there if needed): ingest never waits for the model,
     and results depend on logical time only."""
-    embedding_latency_ms: Annotated[StrictInt, Field(ge=0, le=2**62)] = 0
+    embedding_latency_ms: Duration = 0
     """Async mode: logical delay before a tick attaches an ingest's vectors."""
-    exact_index_max: Annotated[StrictInt, Field(ge=1)] = 20_000
+    exact_index_max: PosInt = 20_000
     """Agents with more embedded records than this use the HNSW index instead of exact scan."""
     hnsw_m: Annotated[StrictInt, Field(ge=2, le=256)] = 16
     hnsw_ef_construction: Annotated[StrictInt, Field(ge=8, le=4096)] = 200
     hnsw_ef: Annotated[StrictInt, Field(ge=8, le=4096)] = 64
-    semantic_preselect_threshold: Annotated[StrictInt, Field(ge=1)] = 5_000
+    semantic_preselect_threshold: PosInt = 5_000
     """Agents with more candidates than this are preselected (the index's nearest records)
     and completed exactly; below it every candidate is scored."""
     semantic_preselect_k: Annotated[StrictInt, Field(ge=1, le=100_000)] = 128
@@ -263,12 +285,12 @@ class MemoryConfig(_ConfigModel):
     """Sampling temperature passed to ``LLMClient.complete`` for summaries."""
     summarization_max_tokens: Annotated[StrictInt, Field(ge=16, le=100_000)] = 400
     """Completion token limit passed to ``LLMClient.complete`` for summaries."""
-    summarization_timeout_ms: Annotated[StrictInt, Field(ge=1)] | None = 30_000
+    summarization_timeout_ms: PosInt | None = 30_000
     """How long a summarization task may wait for the LLM: ``summarize_pending`` gives each
     call this much wall time, and a polled task not completed by ``poll time + timeout`` in
     logical time is finished by ``tick`` with the heuristic summary. A late answer is then
     ignored (``memory:summarization:late``). ``None``: wait forever."""
-    summarization_grouping_gap_ms: Annotated[StrictInt, Field(ge=0)] = 300_000
+    summarization_grouping_gap_ms: Duration = 300_000
     """A record with no tag and no entity joins the group whose last event is this close."""
     summarization_event_max_chars: Annotated[StrictInt, Field(ge=16, le=100_000)] = 500
     """Longest event line of the summary prompt, after redaction (longer lines are clipped)."""

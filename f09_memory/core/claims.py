@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from f09_memory._validate import check_now
 from f09_memory.core.records import RecordReader
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError
@@ -45,11 +46,12 @@ def ingest_claim(
     ttl = None
     if claim.scope == "temporal":
         assert claim.valid_to is not None
-        if claim.valid_to <= now:
+        if check_now(claim.valid_to, "claim.valid_to") <= now:
             raise InputInvalidError("claim.valid_to must be after now",
                                     details={"field": "claim.valid_to"})
         ttl = claim.valid_to - now
-    validate_item(content, layer, importance, tags, None, ttl)
+    limits = writer.ingestor.limits
+    validate_item(content, layer, importance, tags, None, ttl, limits=limits)
     am = writer.state.store.get(agent_id)
     current = am.claims.get(claim.key) if am is not None else None
     previous = am.extras[current] if am is not None and current is not None else None
@@ -71,7 +73,8 @@ def ingest_claim(
     previous_id = am.id_of(current) if am is not None and current is not None else None
     if previous_id is not None and not trust_ok:
         attributes["conflictsWith"] = previous_id
-    item = validate_item(content, layer, importance, tags, {"attributes": attributes}, ttl)
+    item = validate_item(content, layer, importance, tags, {"attributes": attributes}, ttl,
+                         limits=limits)
     (new_id,) = writer.ingest_items(agent_id, [item], now)
     record = reader.get(new_id)
     if previous is None or current is None or am is None:

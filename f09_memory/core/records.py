@@ -187,9 +187,9 @@ class RecordReader:
         found = self.locate(record_id)
         if found is None:
             raise RecordNotFoundError(
-                f"no live record {str(record_id)[:80]!r}; it may have expired, been summarized "
-                "or forgotten, or never existed (ids look like 'agent:0000000042')",
-                details={"id": str(record_id)[:200]},
+                "no live record has that id; it may have expired, been summarized or "
+                "forgotten, or never existed (ids look like 'agent:0000000042')",
+                details={"field": "record_id"},
             )
         return self.build(*found)
 

@@ -30,7 +30,6 @@ from f09_memory.errors import (
     RecordNotFoundError,
 )
 from f09_memory.ingestion.pipeline import (
-    MAX_AGENT_ID_LEN,
     Ingestor,
     PendingRecord,
     simple_pending,
@@ -123,15 +122,13 @@ class Writer:
         after = live + len(items) - evictions
         if after > limit:
             raise CapacityExceededError(
-                f"agent {agent_id!r:.80} would hold {after} records, above "
-                f"max_records_per_agent={limit}; raise the ceiling, lower retention caps, or "
-                "let compaction run (engine.tick)",
-                details={"agentId": agent_id, "live": live, "limit": limit},
+                f"the agent would hold {after} records, above max_records_per_agent={limit}; "
+                "raise the ceiling, lower retention caps, or let compaction run (engine.tick)",
+                details={"live": live, "limit": limit},
             )
 
-    @staticmethod
-    def validate_items(items: object) -> list[PendingRecord]:
-        """Validate an ``ingest_many`` item list (all before any is stored).
+    def validate_items(self, items: object) -> list[PendingRecord]:
+        """Validate an ``ingest_many`` item list (all before any is stored), within the limits.
 
         Raises:
             InputInvalidError: Not a list, or an item is malformed (the message gives its
@@ -142,11 +139,12 @@ class Writer:
                                     details={"field": "items"})
         pending: list[PendingRecord] = []
         append = pending.append
+        limits = self.ingestor.limits
         for i, raw in enumerate(items):
-            item = simple_pending(raw)
+            item = simple_pending(raw, False, limits)
             if item is None:
                 try:
-                    item = validate_mapping(raw)
+                    item = validate_mapping(raw, limits)
                 except MemoryEngineError as exc:
                     raise _indexed(exc, i) from None
             append(item)
@@ -365,7 +363,7 @@ class Writer:
                                     details={"field": "record_ids"})
         targets: list[tuple[AgentMemory, int]] = []
         if agent_id is not None:
-            am = self.state.store.get(validate_agent_id(agent_id))
+            am = self.state.store.get(validate_agent_id(agent_id, self.ingestor.limits.agent_id))
             if am is not None:
                 targets = [(am, key) for key in sorted(am.slot_of)]
         else:
@@ -373,13 +371,13 @@ class Writer:
                 raise InputInvalidError("record_ids must be a list of record ids",
                                         details={"field": "record_ids"})
             seen: set[str] = set()
-            for rid in record_ids:
+            for i, rid in enumerate(record_ids):
                 found = self.reader.locate(rid)
                 if found is None:
                     raise RecordNotFoundError(
-                        "forget: an id is not a live record (nothing was removed); pass ids "
-                        "of live records such as 'agent:0000000042'",
-                        details={"id": str(rid)[:200]})
+                        f"forget: record_ids[{i}] is not a live record (nothing was removed); "
+                        "pass ids of live records such as 'agent:0000000042'",
+                        details={"field": "record_ids", "index": i})
                 if rid not in seen:
                     seen.add(rid)
                     am, slot = found
@@ -409,12 +407,12 @@ class Writer:
             raise RecordNotFoundError(
                 "update: no live record with that id (it may have expired or been "
                 "forgotten); ids look like 'agent:0000000042'",
-                details={"id": str(record_id)[:200]})
+                details={"field": "record_id"})
         if importance is None and tags is None and content is None:
             raise InputInvalidError("update needs importance, tags or content",
                                     details={"field": "update"})
         item = validate_item("x" if content is None else content, MemoryLayer.EPISODIC,
-                             importance, tags)
+                             importance, tags, limits=self.ingestor.limits)
         am, slot = found
         key = am.key.item(slot)
         redact = self.ingestor.redactor.redact
@@ -544,20 +542,21 @@ class Writer:
         groups: dict[str, list[PendingRecord]] = {}
         positions: dict[str, list[int]] = {}
         n = 0
+        limits = self.ingestor.limits
         for i, raw in enumerate(items):
             n += 1
-            pending = simple_pending(raw, True)
+            pending = simple_pending(raw, True, limits)
             agent_id = raw.get("agent_id") if pending is not None else None
             if pending is None or type(agent_id) is not str or not agent_id or (
-                    len(agent_id) > MAX_AGENT_ID_LEN):
+                    len(agent_id) > limits.agent_id) or not agent_id.isascii():
                 try:
                     if not isinstance(raw, Mapping):
                         raise InputInvalidError(
                             "item must be a mapping with 'agent_id' and 'content'",
                             details={"field": "item"})
                     body = dict(raw)
-                    agent_id = validate_agent_id(body.pop("agent_id", None))
-                    pending = validate_mapping(body)
+                    agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
+                    pending = validate_mapping(body, limits)
                 except MemoryEngineError as exc:
                     raise _indexed(exc, i) from None
             group = groups.get(agent_id)

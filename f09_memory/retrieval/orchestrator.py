@@ -190,10 +190,9 @@ class Retriever:
             if request.limit is not None:
                 return NO_BUDGET
             raise TokenBudgetUndefinedError(
-                f"retrieval for agent {request.agent_id!r:.80} has no token budget: set "
-                "RetrievalRequest.max_tokens to a positive integer (the model's context "
-                "share), or set limit for the top-k records",
-                details={"agentId": request.agent_id[:200]},
+                "the retrieval has no token budget: set RetrievalRequest.max_tokens to a "
+                "positive integer (the model's context share), or set limit for the top-k "
+                "records", details={"field": "max_tokens"},
             )
         cap = min(request.max_tokens, self.config.max_context_tokens)
         scale = self.config.scoring.pressure[pressure].budget_scale

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from f09_memory.errors import ErrorCode
 from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer, PressureState, Purpose, Strategy
-from f09_memory.schema.records import AttributeValue, MemoryRecord
+from f09_memory.schema.records import MemoryRecord
 
 __all__ = ["RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle", "ScoreComponent"]
+
+_MAX_LOGICAL_TIME = 2**62
+"""``f09_memory._validate.MAX_LOGICAL_TIME`` (not imported: ``_validate`` imports the schema)."""
+_MAX_QUERY_CHARS = 10_000_000
+"""The longest query text (the largest ``max_content_chars``)."""
+_MAX_FILTER_CHARS = 10_000_000
+"""The longest attribute filter key or value (the largest ``max_attribute_chars``)."""
+_FilterValue = (Annotated[StrictStr, Field(max_length=_MAX_FILTER_CHARS)] | StrictBool
+                | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)])
+"""An attribute filter value; a constrained str also rejects lone surrogates."""
 
 
 class RetrievalRequest(BoundaryModel):
@@ -30,13 +40,13 @@ class RetrievalRequest(BoundaryModel):
         "maxTokens": ErrorCode.MEMORY_TOKEN_BUDGET_UNDEFINED,
     }
 
-    agent_id: Annotated[str, Field(min_length=1)]
+    agent_id: Annotated[str, Field(min_length=1, max_length=4_096)]
     purpose: Purpose
     max_tokens: Annotated[StrictInt, Field(gt=0)] | None = None
     strategy: Strategy = Strategy.BALANCED
-    model: str | None = None
+    model: Annotated[str, Field(max_length=256)] | None = None
     pressure_state: PressureState | None = None
-    query: str | None = None
+    query: Annotated[str, Field(max_length=_MAX_QUERY_CHARS)] | None = None
     statuses: tuple[Literal["active", "superseded", "quarantined"], ...] | None = None
     """Record statuses to consider (``None``: active only). Superseded and quarantined
     claims are excluded unless listed here."""
@@ -45,15 +55,16 @@ class RetrievalRequest(BoundaryModel):
     With ``limit`` set, ``max_tokens`` may be omitted: no token budget then."""
     layers: tuple[MemoryLayer, ...] | None = None
     """Only these layers (instead of the purpose's layer policy)."""
-    tags_any: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] | None = None
+    tags_any: tuple[Annotated[str, Field(min_length=1, max_length=65_536)], ...] | None = None
     """Only records carrying at least one of these tags."""
-    tags_all: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] | None = None
+    tags_all: tuple[Annotated[str, Field(min_length=1, max_length=65_536)], ...] | None = None
     """Only records carrying every one of these tags."""
-    since: Annotated[StrictInt, Field(ge=0)] | None = None
+    since: Annotated[StrictInt, Field(ge=0, lt=_MAX_LOGICAL_TIME)] | None = None
     """Only records whose recency anchor is at or after this logical time."""
-    until: Annotated[StrictInt, Field(ge=0)] | None = None
+    until: Annotated[StrictInt, Field(ge=0, lt=_MAX_LOGICAL_TIME)] | None = None
     """Only records whose recency anchor is before this logical time."""
-    attributes: dict[Annotated[str, Field(max_length=256)], AttributeValue] | None = None
+    attributes: dict[Annotated[str, Field(max_length=_MAX_FILTER_CHARS)],
+                     _FilterValue] | None = None
     """Only records whose ``metadata.attributes`` hold every one of these key/value pairs."""
     query_vector: tuple[Annotated[float, Field(allow_inf_nan=False)], ...] | None = Field(
         default=None, min_length=2, max_length=8192)

@@ -17,7 +17,8 @@ def split_record_id(record_id: object) -> tuple[str, int] | None:
     if not isinstance(record_id, str):
         return None
     agent_id, sep, tail = record_id.rpartition(":")
-    if not sep or not agent_id or len(tail) < 10 or not tail.isdigit() or not tail.isascii():
+    if not sep or not agent_id or not 10 <= len(tail) <= 19 or not tail.isdigit() or (
+            not tail.isascii()):  # keys are below 2**62: at most 19 digits
         return None
     return agent_id, int(tail)
 
