@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from f09_memory._validate import is_text
 from f09_memory.errors import InputInvalidError
 from f09_memory.summarization.sources import KeyTerm, Source, key_terms, term_in, word_set
 
@@ -141,15 +142,16 @@ def coverage_of(summary: str, found: Sequence[KeyTerm]) -> float:
 def garbage_reason(text: object) -> str | None:
     """Why ``text`` is not a usable summary, or ``None`` if it is.
 
-    Reasons: ``empty`` (``None`` or blank), ``not text`` (not a str), ``no letters``,
+    Reasons: ``empty`` (``None`` or blank), ``not text`` (not a str, or not valid Unicode:
+    a lone surrogate), ``no letters``,
     ``too short`` (under ``MIN_SUMMARY_CHARS`` characters or ``MIN_SUMMARY_WORDS`` words),
     ``refusal`` ("As an AI...", "I'm sorry...", "I cannot..."), ``repetitive`` (8+ words,
     under a quarter of them distinct).
     """
     if text is None:
         return "empty"
-    if not isinstance(text, str):
-        return "not text"
+    if not isinstance(text, str) or not is_text(text):
+        return "not text"  # a lone surrogate is not text either
     body = text.strip()
     if not body:
         return "empty"

@@ -52,8 +52,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-import numpy as np
-
+from f09_memory._validate import check_now, is_text
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import (
     InputInvalidError,
@@ -120,13 +119,6 @@ class _Pending:
 _LATE_MAX: Final = 1024
 """Timed-out task ids remembered so that a late answer is recognised (oldest forgotten)."""
 _SKIP: Final = "skip:"
-
-
-def _check_time(now: object, what: str = "now") -> int:
-    if isinstance(now, bool) or not isinstance(now, int | np.integer) or now < 0:
-        raise InputInvalidError(f"{what}={now!r:.40} is not logical time: pass a non-negative "
-                                "integer (ms or ticks)", details={"field": what})
-    return int(now)
 
 
 def _check_task_id(task_id: object) -> str:
@@ -290,26 +282,26 @@ class Summarizer:
         """
         if not isinstance(am, AgentMemory):
             raise InputInvalidError("am must be an AgentMemory", details={"field": "am"})
-        now = _check_time(now)
+        now = check_now(now)
         if mode not in MODES:
-            raise InputInvalidError(f"unknown summarization mode {mode!r:.40}; use one of "
-                                    f"{list(MODES)}", details={"field": "mode"})
+            raise InputInvalidError(f"unknown summarization mode; use one of {list(MODES)}",
+                                    details={"field": "mode"})
         agent_id = am.agent_id
         busy = self._by_agent.get(agent_id)
         if busy is None and agent_id in self._waiting:
             if require:
                 raise SummaryLockedError(
-                    f"agent {agent_id!r:.80} has a finished summarization task waiting to be "
-                    "applied by the next ticks; tick before scheduling another",
-                    details={"agentId": agent_id, "status": "ready"})
+                    "the agent has a finished summarization task waiting to be applied by the "
+                    "next ticks; tick before scheduling another",
+                    details={"status": "ready"})
             return None
         if busy is not None:
             if require:
                 status = self._pending[busy].task.status.value
                 raise SummaryLockedError(
-                    f"agent {agent_id!r:.80} already has summarization task {busy!r} "
-                    f"({status}); complete or fail it before scheduling another",
-                    details={"agentId": agent_id, "taskId": busy, "status": status},
+                    f"the agent already has a summarization task ({status}, its id in "
+                    "details['taskId']); complete or fail it before scheduling another",
+                    details={"taskId": busy, "status": status},
                 )
             return None
         cfg = self.config
@@ -423,8 +415,7 @@ class Summarizer:
         """
         task = self._late.get(task_id)
         if task is None:
-            raise SummaryFailedError(f"task {task_id!r:.120} did not time out",
-                                     details={"taskId": task_id[:120]})
+            raise SummaryFailedError("the task did not time out", details={"field": "task_id"})
         return SummaryOutcome(task=task, summary_text=None, source_keys=(),
                               used_fallback=False, reduction_ratio=0.0, path="none",
                               reason="late: the answer came after the timeout and was ignored",
@@ -454,7 +445,7 @@ class Summarizer:
         Raises:
             InputInvalidError: Bad ``now``.
         """
-        limit = None if now is None else _check_time(now)
+        limit = None if now is None else check_now(now)
         started = [p for p in self._pending.values()
                    if p.task.status is TaskStatus.QUEUED
                    and (limit is None or p.task.created_at <= limit)]
@@ -504,8 +495,9 @@ class Summarizer:
             InputInvalidError: ``reason`` is not a str (state unchanged).
         """
         pending = self._take_check(task_id)
-        if not isinstance(reason, str):
-            raise InputInvalidError("reason must be a str", details={"field": "reason"})
+        if not isinstance(reason, str) or not is_text(reason):
+            raise InputInvalidError("reason must be a str of valid Unicode text",
+                                    details={"field": "reason"})
         self._release(pending)
         return self._kept(pending.task, pending.sources, TaskStatus.FAILED,
                           reason.strip() or "failed")
@@ -520,8 +512,12 @@ class Summarizer:
             SummaryFailedError: ``task_id`` is not a running task.
         """
         pending = self._take_check(task_id)
+        if not isinstance(error, str):
+            raise InputInvalidError("error must be a str (the LLM call's error text)",
+                                    details={"field": "error"})
         self._release(pending)
-        return self._heuristic(pending.task, pending.sources, f"llm error: {error}",
+        text = error.encode("utf-8", "replace").decode("utf-8")  # an adapter's text: made valid
+        return self._heuristic(pending.task, pending.sources, f"llm error: {text}",
                                self._terms(pending))
 
     # ------------------------------------------------------------------ internals
@@ -530,9 +526,9 @@ class Summarizer:
         pending = self._pending.get(tid)
         if pending is None:
             raise SummaryFailedError(
-                f"no pending summarization task {tid!r:.120}: it was never scheduled or has "
+                "no pending summarization task has that id: it was never scheduled or has "
                 "already completed, failed or been skipped; schedule a new one",
-                details={"taskId": tid[:120]},
+                details={"field": "task_id"},
             )
         return pending
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from f09_memory._validate import check_now
+from f09_memory._validate import check_duration, check_now
 from f09_memory.bus import (
     SummarizationCompleted,
     SummarizationFailed,
@@ -38,7 +38,7 @@ from f09_memory.config.config import TickCosts
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import MAX_CONTENT_CHARS, validate_agent_id, validate_item
+from f09_memory.ingestion.pipeline import PendingRecord, validate_agent_id, validate_item
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.protocols import LLMClient
@@ -114,7 +114,7 @@ def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature
     if timeout_ms is None:
         return call()
     box, done = (worker or LLMWorker()).submit(call)
-    if not wait(done, timeout_ms / 1000.0) or not box:
+    if not wait(done, min(timeout_ms / 1000.0, threading.TIMEOUT_MAX)) or not box:
         if worker is not None:
             worker.stuck = True
         return None, f"{TIMEOUT}: no answer within {timeout_ms} ms"
@@ -165,20 +165,34 @@ class SummarizationService(Journaled):
                 events.append(SummarizationFailed(task_id=task.id,
                                                   reason=o.reason or task.status.value))
                 continue
+            item = self._summary_item(o)  # validated before anything changes
             am = state.store.get_or_create(task.agent_id)
             state.vocabulary(task.agent_id)
             for key in o.source_keys:  # retire first: the summary never pushes past a cap
                 if key in am.slot_of:
                     writer.remove(am, key, "summarized", events)
-            item = validate_item(
-                o.summary_text[:MAX_CONTENT_CHARS], task.target_layer, o.importance,
-                [t for t in o.tags if t.strip()] + ["summary"],
-                {"sourceRefIds": list(o.source_ids), "sourceEvent": task.id})
             (key,) = writer.store(am, (item,), state.clock, events, o.recency_anchor)
             task.summary_record_id = am.id_of(key)
             events.append(SummarizationCompleted(task_id=task.id,
                                                  summary_record_id=task.summary_record_id,
                                                  reduction_ratio=o.reduction_ratio))
+
+    def _summary_item(self, o: SummaryOutcome) -> PendingRecord:
+        """The summary record of ``o``, validated, within the size limits.
+
+        The text is clipped to ``max_content_chars``; the sources' tags that fit
+        ``max_tag_chars`` are kept, up to ``max_tags_per_record`` with ``summary``. The
+        engine-made source event and ref ids are allowed their length whatever the limit.
+        """
+        limits = self._writer.ingestor.limits
+        assert o.summary_text is not None
+        tags = [t for t in o.tags if t.strip() and len(t) <= limits.tag]
+        tags = [*tags[: limits.tags - 1], "summary"]
+        made = max([limits.source_event, len(o.task.id), *map(len, o.source_ids)])
+        return validate_item(
+            o.summary_text[: limits.content], o.task.target_layer, o.importance, tags,
+            {"sourceRefIds": list(o.source_ids), "sourceEvent": o.task.id},
+            limits=limits._replace(source_event=made))
 
     def _apply_and_publish(self, outcome: SummaryOutcome) -> SummaryOutcome:
         events: list[Any] = []
@@ -258,7 +272,8 @@ class SummarizationService(Journaled):
                 (``MEMORY_SUMMARY_LOCKED``).
         """
         t = self._now(now)
-        am = self._state.store.get(validate_agent_id(agent_id))
+        am = self._state.store.get(
+            validate_agent_id(agent_id, self._writer.ingestor.limits.agent_id))
         if am is None:
             return None
         events: list[Any] = []
@@ -329,10 +344,8 @@ class SummarizationService(Journaled):
         cfg = self._state.config
         if timeout_ms is None:
             timeout_ms = cfg.summarization_timeout_ms
-        elif isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1:
-            raise InputInvalidError(f"timeout_ms={timeout_ms!r:.40} is not a time limit: pass a "
-                                    "positive integer of milliseconds, or None for the config's "
-                                    "summarization_timeout_ms", details={"field": "timeout_ms"})
+        else:  # a positive integer of ms below 2**62 (None: the config's)
+            timeout_ms = check_duration(timeout_ms, "timeout_ms")
         outcomes: list[SummaryOutcome] = []
         for task in self.poll(self._now(now)):
             if timeout_ms is not None and (self._worker is None or self._worker.stuck):
