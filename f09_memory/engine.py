@@ -430,7 +430,7 @@ class MemoryEngine(Journaled):
             InputInvalidError: A malformed request.
         """
         req = self._prepare(RetrievalRequest.parse(request))
-        self._semantic.check_query_vectors([req])
+        vectors = self._semantic.check_query_vectors([req], query_vectors)
         t = self._time(now)
         self._semantic.prepare_queries([req.query], t)
         pressure = req.pressure_state or self._state.pressure
@@ -439,7 +439,7 @@ class MemoryEngine(Journaled):
         def term(
             am: AgentMemory, slots: NDArray[np.intp], r: RetrievalRequest
         ) -> tuple[SemanticTerm, NDArray[np.intp]]:
-            return semantic.term(am, slots, r, query_vectors)
+            return semantic.term(am, slots, r, vectors)
 
         bundle = self._retriever.retrieve(self._state.store.get(req.agent_id), req, t,
                                           pressure, term)

@@ -60,6 +60,8 @@ QUERY_PENDING = "QUERY_PENDING"
 (it enters the query table at a tick; see ``retrieval.query_vectors``)."""
 
 _QUERY_CACHE_MAX = 4096
+_MAX_DIM = 65_536
+"""The largest embedder dimension accepted."""
 _DEPTH_PER_PACKED = 4
 """A preselection's first index search returns this many records per record the budget
 packs (times the square root of the candidates over ``_DEPTH_SCALE_FROM``, above that)."""
@@ -113,6 +115,8 @@ class SemanticMemory:
         self.redact = redact
         """Applied to query texts before they are embedded (``None``: sent as given)."""
         self.provider: EmbeddingProvider | None = None
+        self.dim: int | None = None
+        """The provider's vector dimension, read (and checked) once when it is set."""
         self.version: str | None = None
         self._queries: dict[str, NDArray[np.float32]] = {}
         self._centroids: dict[str, tuple[NDArray[np.float32] | None]] = {}
@@ -140,15 +144,32 @@ class SemanticMemory:
         Raises:
             InputInvalidError: ``provider`` does not fit the EmbeddingProvider protocol.
         """
-        if provider is not None and not isinstance(provider, EmbeddingProvider):
-            raise InputInvalidError(
-                "embedder must provide dim, version and embed(texts) (EmbeddingProvider)",
-                details={"got": type(provider).__name__},
-            )
+        dim, version = None, None
+        if provider is not None:
+            try:  # the protocol check reads the properties: an adapter's own error may come
+                fits = isinstance(provider, EmbeddingProvider)
+                if fits:
+                    dim = provider.dim
+                    version = str(provider.version) if is_available(provider) else None
+            except Exception as exc:
+                raise InputInvalidError(
+                    "the embedder's dim, version or available raised: fix the adapter so they "
+                    "return an int, a str and a bool", details={"field": "embedder"},
+                ) from exc
+            if not fits:
+                raise InputInvalidError(
+                    "embedder must provide dim, version and embed(texts) (EmbeddingProvider)",
+                    details={"field": "embedder", "got": type(provider).__name__},
+                )
+            if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or not (
+                    1 <= dim <= _MAX_DIM):
+                raise InputInvalidError(
+                    f"the embedder's dim must be an int in 1..{_MAX_DIM} (got "
+                    f"{type(dim).__name__})", details={"field": "embedder.dim"})
         old = self.version
         self.provider = provider
-        self.version = str(provider.version) if provider is not None and is_available(
-            provider) else None
+        self.dim = None if dim is None else int(dim)
+        self.version = version
         self._queries.clear()
         self._centroids.clear()
         return old is not None and old != self.version
@@ -376,23 +397,49 @@ class SemanticMemory:
         return total
 
     # ------------------------------------------------------------------ retrieval
-    def check_query_vectors(self, requests: Sequence[RetrievalRequest]) -> None:
-        """Raise before serving if a request's ``query_vector`` has the wrong dimension.
+    def check_query_vectors(self, requests: Sequence[RetrievalRequest],
+                            vectors: object = None) -> NDArray[np.float32] | None:
+        """Check the query vectors of a retrieval before anything is served.
+
+        A request's ``query_vector`` must have the provider's dimension; the explicit
+        ``vectors`` (``query_vectors=`` of ``retrieve``) must be a non-empty, finite, real
+        ``(n, dim)`` or ``(dim,)`` array.
+
+        Returns:
+            ``vectors`` as a float32 ``(n, dim)`` array (``None`` if not given).
 
         Raises:
-            InputInvalidError: The length is not ``provider.dim`` (the message names the
-                request's index).
+            InputInvalidError: A wrong dimension (the message names the request's index), or
+                malformed ``vectors``.
         """
-        if self.provider is None:
-            return
-        dim = self.provider.dim
-        for i, r in enumerate(requests):
-            if r.query_vector is not None and len(r.query_vector) != dim:
-                raise InputInvalidError(
-                    f"request {i}: query_vector has {len(r.query_vector)} values; the engine's "
-                    f"embedder makes {dim}-dimensional vectors: embed the query with the same "
-                    "model, or pass the query text instead",
-                    details={"index": i, "field": "query_vector", "dim": dim})
+        dim = self.dim if self.provider is not None else None
+        if dim is not None:
+            for i, r in enumerate(requests):
+                if r.query_vector is not None and len(r.query_vector) != dim:
+                    raise InputInvalidError(
+                        f"request {i}: query_vector has {len(r.query_vector)} values; the "
+                        f"engine's embedder makes {dim}-dimensional vectors: embed the query "
+                        "with the same model, or pass the query text instead",
+                        details={"index": i, "field": "query_vector", "dim": dim})
+        if vectors is None:
+            return None
+        expected = f"({dim},) or (n, {dim})" if dim is not None else "(dim,) or (n, dim)"
+        bad = InputInvalidError(
+            f"query_vectors must be a non-empty, finite, real array of shape {expected}",
+            details={"field": "query_vectors"})
+        if isinstance(vectors, str | bytes):
+            raise bad
+        try:
+            raw = np.asarray(vectors)
+        except (TypeError, ValueError, OverflowError):  # ragged, or not array-like
+            raise bad from None
+        if raw.dtype.kind not in "fiu" or raw.ndim not in (1, 2) or raw.size == 0:
+            raise bad
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = raw.astype(np.float32).reshape(-1, raw.shape[-1])
+        if (dim is not None and arr.shape[1] != dim) or not np.isfinite(arr).all():
+            raise bad
+        return arr
 
     def _query_key(self, text: str) -> str:
         """The query table's key of ``text`` (async mode): its redacted form."""
@@ -457,7 +504,7 @@ class SemanticMemory:
             hit = self._centroids.get(text)
             if hit is not None:
                 return hit[0]
-        dim = int(self.provider.dim)
+        dim = self.dim
         if text:
             cached = self._queries.get(text)
             if cached is None:
@@ -476,7 +523,8 @@ class SemanticMemory:
             arr = np.asarray(vectors, dtype=np.float32)
             if arr.ndim == 1:
                 arr = arr[None, :]
-            if arr.ndim != 2 or arr.shape[1] != dim or not np.isfinite(arr).all():
+            if arr.ndim != 2 or not arr.shape[0] or arr.shape[1] != dim or (
+                    not np.isfinite(arr).all()):
                 raise InputInvalidError(
                     f"query_vectors must be finite with shape (n, {dim}) or ({dim},)",
                     details={"shape": list(arr.shape)})
