@@ -38,6 +38,7 @@ from f09_memory.errors import (
     MemoryEngineError,
     RecordNotFoundError,
     SnapshotInvalidError,
+    StorageFailedError,
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.pipeline import Ingestor, validate_agent_id, validate_item
@@ -609,8 +610,28 @@ class MemoryEngine(Journaled):
 
         Returns:
             The path written.
+
+        Raises:
+            InputInvalidError: ``path`` is not a str or ``os.PathLike`` (or holds a NUL).
+            StorageFailedError: The file cannot be written (missing or read-only folder,
+                full disk: ``MEMORY_STORAGE_FAILED``, an ``OSError``; the original error is
+                the cause, ``details["errno"]`` its number); no partial file is left and a
+                file already at ``path`` is unchanged.
         """
-        return snapshot.write_snapshot(path, self._snapshot_bytes())
+        if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+            raise InputInvalidError("path must be a str or os.PathLike naming the snapshot file",
+                                    details={"field": "path"})
+        blob = self._snapshot_bytes()
+        try:
+            return snapshot.write_snapshot(path, blob)
+        except ValueError as exc:  # a NUL in the path
+            raise InputInvalidError("path is not a usable file name",
+                                    details={"field": "path"}) from exc
+        except OSError as exc:
+            raise StorageFailedError(
+                f"the snapshot could not be written ({exc.strerror or type(exc).__name__}): "
+                "check that the folder exists, is writable and has space; nothing was written",
+                details={"field": "path", "errno": exc.errno}) from exc
 
     @classmethod
     def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str],

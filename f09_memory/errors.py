@@ -28,7 +28,8 @@ error nor any other listed condition; ``MEMORY_SNAPSHOT_INVALID`` for a snapshot
 durable database that is truncated, corrupted, foreign or of another format version; and
 ``MEMORY_STORAGE_FAILED`` for a durable database that cannot be written (disk full, I/O
 error, or held by another writer): the call is undone and the engine works again once the
-cause is gone.
+cause is gone; ``save`` raises it too when its snapshot file cannot be written (missing or
+read-only folder, full disk), leaving no partial file.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class SnapshotInvalidError(MemoryEngineError, ValueError):
 
 
 class StorageFailedError(MemoryEngineError, OSError):
-    """The durable database cannot be written (disk full, I/O error, another writer).
+    """The durable database or a snapshot file cannot be written (disk full, I/O error...).
 
     The call that hit it was undone (the engine holds the last committed state); retry once
     the cause is gone.
