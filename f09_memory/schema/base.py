@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self, TypeVar
+import re
+from typing import Any, ClassVar, Self, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from f09_memory.errors import ErrorCode, MemoryEngineError, error_for
 
-__all__ = ["BoundaryModel", "trusted", "validation_error"]
+__all__ = ["BoundaryModel", "field_names", "trusted", "validation_error"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _setattr = object.__setattr__
@@ -38,8 +39,47 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     return obj
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "none", "list", "dict", "tuple",
+                        "constrained-str", "[key]"})
+_TYPE_TAG_PREFIXES = ("function-", "is-instance[", "tagged-union[", "lax-", "json-or-python[",
+                      "chain[", "nullable[", "union[", "literal[", "enum[")
+
+
+def field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every field name and alias of ``model`` and of the models its fields hold."""
+    names: set[str] = set()
+    todo: list[Any] = [model]
+    seen: set[Any] = set()
+    while todo:
+        item = todo.pop()
+        if item in seen:
+            continue
+        seen.add(item)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            for name, info in item.model_fields.items():
+                names.add(name)
+                if info.alias:
+                    names.add(info.alias)
+                todo.append(info.annotation)
+        else:
+            todo.extend(get_args(item))
+    return frozenset(names)
+
+
+def _loc_part(part: Any, known: frozenset[str] | None) -> str:
+    """One element of an error location; a mapping key (caller data) becomes ``<key>``."""
+    if isinstance(part, int) or known is None:
+        return str(part)
+    text = str(part)
+    if text in known or text in _TYPE_TAGS or text.startswith(_TYPE_TAG_PREFIXES):
+        return text
+    return "<key>"
+
+
 def validation_error(
-    exc: ValidationError, model: str, code: ErrorCode = ErrorCode.MEMORY_INPUT_INVALID
+    exc: ValidationError, model: str, code: ErrorCode = ErrorCode.MEMORY_INPUT_INVALID,
+    known: frozenset[str] | None = None,
 ) -> MemoryEngineError:
     """Translate a pydantic ``ValidationError`` into a taxonomy error naming each bad field.
 
@@ -47,14 +87,20 @@ def validation_error(
         exc: The pydantic error.
         model: The model's name, for the message.
         code: The taxonomy code to raise.
+        known: The field names of the model (:func:`field_names`); a location part that is
+            none of them nor a pydantic type tag is a mapping key, which may be private
+            data: it is shown as ``<key>``. ``None``: every part is shown.
 
     Returns:
         The error to raise (``raise validation_error(exc, ...) from exc``).
     """
-    problems = [
-        {"field": ".".join(str(p) for p in err["loc"]) or model, "problem": err["msg"]}
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
+    problems = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = err["loc"]
+        parts = [_loc_part(p, known) for p in loc]
+        if parts and err["type"] == "extra_forbidden" and _NAME.fullmatch(str(loc[-1])):
+            parts[-1] = str(loc[-1])  # a misspelt field name: naming it is the fix
+        problems.append({"field": ".".join(parts) or model, "problem": err["msg"]})
     text = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
     return error_for(code, f"invalid {model}: {text}", {"model": model, "errors": problems})
 
@@ -102,11 +148,12 @@ class BoundaryModel(BaseModel):
             cause = (err.get("ctx") or {}).get("error")
             if isinstance(cause, MemoryEngineError):  # raised by a nested model or validator
                 return _nested(cause, cls.__name__, err["loc"])
+        known = field_names(cls)
         for err in exc.errors(include_url=False):
             loc = err["loc"]
             if loc and str(loc[0]) in cls._field_codes:
-                return validation_error(exc, cls.__name__, cls._field_codes[str(loc[0])])
-        return validation_error(exc, cls.__name__, cls._default_code)
+                return validation_error(exc, cls.__name__, cls._field_codes[str(loc[0])], known)
+        return validation_error(exc, cls.__name__, cls._default_code, known)
 
     @classmethod
     def parse(cls, data: Any) -> Self:
