@@ -24,9 +24,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
+from f09_memory._validate import is_text
 from f09_memory.errors import InputInvalidError
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
     "MEMORY_SEARCH",
     "MEMORY_SEARCH_LIMIT_DEFAULT",
     "MEMORY_SEARCH_LIMIT_MAX",
@@ -58,6 +60,15 @@ MEMORY_SEARCH_LIMIT_MIN: Final = 1
 
 MEMORY_SEARCH_LIMIT_MAX: Final = 20
 """Largest ``limit`` of ``memory_search`` (seed 001: "limit: number (optional, bounded)")."""
+
+MAX_ARGUMENT_DEPTH: Final = 32
+"""Deepest nesting of arrays and objects accepted in a JSON argument string (the tools'
+arguments nest two levels; a deeper text is rejected before it is parsed)."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""An argument name worth naming back (anything else may be data: shown as ``<key>``)."""
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+"""JSON strings (skipped whole, so brackets inside them do not count) and brackets."""
 
 MEMORY_SEARCH_LIMIT_DEFAULT: Final = 5
 """``limit`` of ``memory_search`` when the model leaves it out."""
@@ -127,8 +138,8 @@ def _schema(name: str) -> dict[str, Any]:
             "additionalProperties": False,
         }
     raise InputInvalidError(
-        f"unknown tool name {name!r}; the memory tools are {list(TOOL_NAMES)}",
-        details={"field": "name", "value": repr(name)},
+        f"unknown tool name; the memory tools are {list(TOOL_NAMES)}",
+        details={"field": "name"},
     )
 
 
@@ -190,10 +201,27 @@ def tool_definitions(format: ToolFormat = "openai") -> list[dict[str, Any]]:
 
 
 def _fail(tool: str, field: str, problem: str, value: Any) -> InputInvalidError:
+    del value  # never echoed: it may be private, or nested too deep to print
     return InputInvalidError(
         f"{tool}: argument `{field}` {problem}",
-        details={"tool": tool, "field": field, "value": repr(value)},
+        details={"tool": tool, "field": field},
     )
+
+
+def _nesting(text: str) -> int:
+    """How deep the arrays and objects of the JSON ``text`` nest (stops past the limit)."""
+    depth = deepest = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_ARGUMENT_DEPTH:
+                    break
+        elif token in "]}":
+            depth -= 1
+    return deepest
 
 
 def _check(tool: str, schema: Mapping[str, Any], value: Any, field: str) -> Any:
@@ -202,6 +230,8 @@ def _check(tool: str, schema: Mapping[str, Any], value: Any, field: str) -> Any:
     if kind == "string":
         if not isinstance(value, str):
             raise _fail(tool, field, f"must be a string, got {type(value).__name__}", value)
+        if not value.isascii() and not is_text(value):
+            raise _fail(tool, field, "must be valid Unicode text (no lone surrogate)", value)
         if len(value) < schema.get("minLength", 0) or (
             "pattern" in schema and re.search(schema["pattern"], value) is None
         ):
@@ -258,10 +288,14 @@ def validate_tool_arguments(name: str, arguments: Mapping[str, Any] | str | None
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         arguments = {}
     if isinstance(arguments, str):
+        if _nesting(arguments) > MAX_ARGUMENT_DEPTH:
+            raise _fail(name, "arguments", f"nests deeper than {MAX_ARGUMENT_DEPTH} levels; the "
+                        "memory tools take flat arguments", arguments)
         try:
             arguments = json.loads(arguments)
-        except ValueError as exc:
-            raise _fail(name, "arguments", f"is not valid JSON ({exc})", arguments) from exc
+        except (ValueError, RecursionError) as exc:
+            raise _fail(name, "arguments", "is not valid JSON (check quoting and brackets)",
+                        arguments) from exc
     if not isinstance(arguments, Mapping):
         raise _fail(
             name, "arguments", f"must be a JSON object, got {type(arguments).__name__}", arguments
@@ -269,9 +303,8 @@ def validate_tool_arguments(name: str, arguments: Mapping[str, Any] | str | None
     properties: Mapping[str, Mapping[str, Any]] = schema["properties"]
     unknown = sorted(str(k) for k in arguments if k not in properties)
     if unknown:
-        raise _fail(
-            name, unknown[0], f"is not accepted; use only {sorted(properties)}", arguments
-        )
+        field = unknown[0] if _NAME.fullmatch(unknown[0]) else "<key>"  # a misspelt name only
+        raise _fail(name, field, f"is not accepted; use only {sorted(properties)}", arguments)
     for required in schema["required"]:
         if required not in arguments:
             raise _fail(name, required, "is required", None)

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from f09_memory._validate import check_now, is_text, not_text
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.redaction.redactor import Redactor
@@ -102,6 +103,8 @@ def _check_optional(value: object, kind: type, field: str) -> None:
             f"ToolContext.{field} must be {kind.__name__} or None, got {type(value).__name__}",
             details={"field": field},
         )
+    if isinstance(value, str) and not is_text(value):
+        raise not_text(f"ToolContext.{field}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,8 @@ class ToolContext:
         call_id: The model's tool-call id.
 
     Raises:
-        InputInvalidError: A field has the wrong type (checked on construction).
+        InputInvalidError: A field has the wrong type, or ``now`` is not logical time
+            (checked on construction).
     """
 
     agent_id: str
@@ -135,15 +139,18 @@ class ToolContext:
             raise InputInvalidError(
                 "ToolContext.agent_id must be a non-empty string", details={"field": "agent_id"}
             )
+        if not is_text(self.agent_id):
+            raise not_text("ToolContext.agent_id")
         _check_optional(self.session_id, str, "session_id")
         _check_optional(self.trace_id, str, "trace_id")
         _check_optional(self.call_id, str, "call_id")
         _check_optional(self.step_index, int, "step_index")
-        _check_optional(self.now, int, "now")
-        if self.step_index is not None and self.step_index < 0:
+        if self.step_index is not None and not 0 <= self.step_index < 2**62:
             raise InputInvalidError(
-                "ToolContext.step_index must be >= 0", details={"field": "step_index"}
+                "ToolContext.step_index must be in 0..2**62-1", details={"field": "step_index"}
             )
+        if self.now is not None:
+            check_now(self.now, "ToolContext.now")
 
     def attributes(self) -> dict[str, AttributeValue]:
         """Return the source metadata stored with a written entry (``None`` fields left out)."""
