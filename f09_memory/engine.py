@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_budget_ms, check_now, parse_layer
 from f09_memory.bus import EngineBus, PressureChanged
 from f09_memory.config.config import MemoryConfig
@@ -86,8 +88,14 @@ DEFAULT_EMBEDDER = DefaultEmbedder()
 """Pass as ``embedder=`` for the default: the seeded ``HashingEmbedder``. ``None`` means none."""
 
 
+@owned_by_thread(exclude=("bind_thread",))
 class MemoryEngine(Journaled):
     """A deterministic, rate-aware, multi-layer memory for many agents.
+
+    Threads: the engine belongs to the thread that created it. Every public method and
+    property (and those of ``engine.summarization``) raises ``MEMORY_INPUT_INVALID`` when
+    called from another thread, before touching anything; hand the engine to another
+    thread with :meth:`bind_thread` (see ``f09_memory._owner``).
 
     Args:
         config: Settings; defaults to ``MemoryConfig()``.
@@ -121,6 +129,7 @@ class MemoryEngine(Journaled):
         pressure_source: PressureSource | None = None,
         embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
     ) -> None:
+        self._owner = ThreadOwner()
         if config is None:
             config = MemoryConfig()
         elif not isinstance(config, MemoryConfig):
@@ -158,11 +167,27 @@ class MemoryEngine(Journaled):
         self._prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
         self.summarization = SummarizationService(
             self._state, self._writer,
-            Summarizer(config, redact=self._prompt_redactor.redact_text))
+            Summarizer(config, redact=self._prompt_redactor.redact_text), owner=self._owner)
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
         self._fingerprint = config_fingerprint(config)
+
+    # ------------------------------------------------------------------ threads
+    def bind_thread(self, thread: threading.Thread | None = None) -> None:
+        """Hand the engine to ``thread`` (default: the calling thread).
+
+        The engine belongs to one thread at a time; any other thread's call raises
+        ``MEMORY_INPUT_INVALID``. Call this on the thread that takes over once the previous
+        owner has stopped using the engine, for example on the game loop after a worker
+        built or loaded the engine and passed it through a queue (or on the worker, naming
+        the game loop's ``thread``). It is the one method any thread may call; handing over
+        an engine that another thread is still using is the host's race.
+
+        Raises:
+            InputInvalidError: ``thread`` is not a started ``threading.Thread``.
+        """
+        self._owner.bind(thread)
 
     # ------------------------------------------------------------------ reading
     @property

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_duration, check_now
 from f09_memory.bus import (
     SummarizationCompleted,
@@ -121,18 +122,26 @@ def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature
     return box[0]
 
 
+@owned_by_thread()
 class SummarizationService(Journaled):
     """Two-phase summarization of one engine.
+
+    Every public method and property raises ``MEMORY_INPUT_INVALID`` when called from a
+    thread other than the engine's owner (see ``f09_memory._owner``).
 
     Args:
         state: The engine state.
         writer: The write path (stores summaries, retires sources).
         summarizer: The task lifecycle.
+        owner: The engine's thread owner (shared, so ``engine.bind_thread`` moves both);
+            default: the calling thread.
     """
 
     journal_prefix = "summarization."
 
-    def __init__(self, state: EngineState, writer: Writer, summarizer: Summarizer) -> None:
+    def __init__(self, state: EngineState, writer: Writer, summarizer: Summarizer,
+                 owner: ThreadOwner | None = None) -> None:
+        self._owner = owner or ThreadOwner()
         self._state = state
         self._writer = writer
         self.summarizer = summarizer

@@ -32,6 +32,7 @@ bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
 report: TickReport = engine.tick(3_000, budget_ms=2.0)
 engine.set_pressure("throttle")
 digest: str = engine.state_hash() + bundle_hash(bundle)
+engine.bind_thread()  # hand the engine to the calling thread
 
 
 def on_created(event: RecordCreated) -> None:
