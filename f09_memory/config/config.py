@@ -24,6 +24,15 @@ Duration = Annotated[StrictInt, Field(ge=0, lt=MAX_LOGICAL_TIME)]
 class _ConfigModel(BoundaryModel):
     _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_CONFIG_INVALID
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the JSON form with every field, ``None`` ones included.
+
+        A ``None`` setting is a setting (``summarization_timeout_ms=None``: wait forever;
+        ``semantic_max=None``: uncapped), so it must survive a snapshot and count in the
+        config fingerprint instead of coming back as the default.
+        """
+        return self.model_dump(mode="json", by_alias=True)
+
 
 class RetentionPolicy(_ConfigModel):
     """Per-layer live-record caps (spec ``retentionPolicy``); ``None`` means uncapped.

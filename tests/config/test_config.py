@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from f09_memory import MemoryConfig
+from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.config import ENV_FIELDS, ScoreWeights
+from f09_memory.core.digest import config_fingerprint
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.schema import MemoryLayer, PressureState, Purpose, Strategy
 
@@ -126,3 +129,15 @@ def test_replace_validates_and_keeps_the_rest() -> None:
     assert (5, 384, 100) == (c.episodic_max, c.embedding_dim, c.max_context_tokens)
     with pytest.raises(MemoryEngineError):
         c.replace(episodic_max=-1)
+
+
+@pytest.mark.parametrize("changes", [{"summarization_timeout_ms": None}, {"hard_cap_slack": None},
+                                     {"retention_policy": {"semantic_max": None}}])
+def test_a_none_setting_survives_json_snapshots_and_the_fingerprint(
+        changes: dict[str, object], tmp_path: Path) -> None:
+    cfg = MemoryConfig(**changes)  # type: ignore[arg-type]
+    assert cfg == MemoryConfig.parse(cfg.to_json_dict())
+    assert config_fingerprint(cfg) != config_fingerprint(MemoryConfig())
+    engine = MemoryEngine(cfg, embedder=None)
+    loaded = MemoryEngine.load(engine.save(tmp_path / "s.f09"), embedder=None)
+    assert cfg == loaded.config and engine.state_hash() == loaded.state_hash()
