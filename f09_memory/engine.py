@@ -419,8 +419,13 @@ class MemoryEngine(Journaled):
 
         Raises:
             RecordNotFoundError: An id is not a live record of ``agent_id``.
-            InputInvalidError: ``today_date`` is not ``YYYY-MM-DD`` or there is no text.
+            InputInvalidError: ``today_date`` is not ``YYYY-MM-DD``, ``record_ids`` is not a
+                list, or there is no text.
         """
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        if isinstance(record_ids, str | bytes | Mapping) or not isinstance(record_ids, Iterable):
+            raise InputInvalidError("record_ids must be a list of record ids",
+                                    details={"field": "record_ids"})
         lines = []
         for rid in record_ids:
             rec = self.get(rid)

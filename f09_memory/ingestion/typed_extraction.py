@@ -306,8 +306,8 @@ def _check_date(today_date: object) -> str:
         else:
             return today_date
     raise InputInvalidError(
-        f"today_date must be a calendar date as 'YYYY-MM-DD' (e.g. '2024-05-17'), got "
-        f"{today_date!r}: pass the host's current (logical) date",
+        "today_date must be a calendar date as 'YYYY-MM-DD' (e.g. '2024-05-17'): pass the "
+        "host's current (logical) date",
         details={"field": "today_date"},
     )
 
@@ -363,7 +363,7 @@ def typed_memory_filename(memory_type: TypedMemoryType | str, name: str) -> str:
         kind = TypedMemoryType(memory_type)
     except ValueError as exc:
         raise InputInvalidError(
-            f"unknown typed memory type {memory_type!r}: use one of "
+            "unknown typed memory type: use one of "
             f"{', '.join(t.value for t in TypedMemoryType)}",
             details={"field": "type"},
         ) from exc

@@ -256,6 +256,9 @@ def test_argument_shapes_are_checked() -> None:
     rejected(engine, lambda: engine.forget(["a:" + "9" * 5000]),
              ErrorCode.MEMORY_RECORD_NOT_FOUND)
     assert [] == engine.recent("a", 2**63)[5:]
+    for ids in (None, 5, "a:0000000000"):
+        rejected(engine, lambda i=ids: engine.typed_extraction_prompt(
+            "a", i, today_date="2024-01-01"))
 
 
 # ---------------------------------------------------------------------------------- sizes
