@@ -184,9 +184,18 @@ class MemoryEngine(Journaled):
         the game loop's ``thread``). It is the one method any thread may call; handing over
         an engine that another thread is still using is the host's race.
 
+        Durable mode (:meth:`open`) keeps an SQLite connection tied to the opening thread:
+        there, ``close()`` the engine and ``open`` it again on the new thread instead.
+
         Raises:
-            InputInvalidError: ``thread`` is not a started ``threading.Thread``.
+            InputInvalidError: ``thread`` is not a started ``threading.Thread``, or the
+                engine is in durable mode.
         """
+        if self._durable is not None:
+            raise InputInvalidError(
+                "a durable engine cannot change threads (its SQLite connection belongs to the "
+                "thread that opened it): close() it and MemoryEngine.open() it again on the "
+                "new thread", details={"field": "thread"})
         self._owner.bind(thread)
 
     # ------------------------------------------------------------------ reading

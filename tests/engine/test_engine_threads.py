@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,3 +161,14 @@ def test_the_engines_own_worker_threads_keep_working() -> None:
                                           now=4, timeout_ms=60_000)  # the LLM worker thread
     assert outcome.summary_text
     engine._check()
+
+
+def test_a_durable_engine_is_not_handed_over_its_connection_belongs_to_the_opener(
+        tmp_path: Path) -> None:
+    engine = MemoryEngine.open(tmp_path / "npc.db", embedder=None)
+    engine.ingest("a", "x", now=1)
+    with pytest.raises(InputInvalidError) as info:
+        engine.bind_thread()
+    assert "open" in info.value.message
+    engine.ingest("a", "y", now=2)
+    engine.close()
