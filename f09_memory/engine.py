@@ -472,7 +472,8 @@ class MemoryEngine(Journaled):
         req = self._prepare(RetrievalRequest.parse(request))
         vectors = self._semantic.check_query_vectors([req], query_vectors)
         t = self._time(now)
-        self._semantic.prepare_queries([req.query], t)
+        if self._semantic.pending is not None:  # async: a new text goes to the worker
+            self._semantic.prepare_queries([req.query], t)
         pressure = req.pressure_state or self._state.pressure
         semantic = self._semantic
 
