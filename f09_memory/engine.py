@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import SecretStr
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_budget_ms, check_now, parse_layer
@@ -154,7 +155,7 @@ class MemoryEngine(Journaled):
         self._state = EngineState.new(config, seed)
         if isinstance(embedder, DefaultEmbedder):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
-        query_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
+        query_redactor = Redactor.from_config(config, enabled=True)
         self._semantic = SemanticMemory(
             config, self.bus, embedder, seed,
             redact=query_redactor.redact_text if config.redaction_mode else None)
@@ -164,7 +165,7 @@ class MemoryEngine(Journaled):
         self._writer = Writer(self._state, self.bus, self._ingestor, self._semantic,
                               self._reader)
         # Prompts are always redacted, whatever the redaction mode (QG5).
-        self._prompt_redactor = Redactor(config.redact_patterns, salt=config.redaction_salt)
+        self._prompt_redactor = Redactor.from_config(config, enabled=True)
         self.summarization = SummarizationService(
             self._state, self._writer,
             Summarizer(config, redact=self._prompt_redactor.redact_text), owner=self._owner)
@@ -674,11 +675,17 @@ class MemoryEngine(Journaled):
                 details={"field": "path", "errno": exc.errno}) from exc
 
     @classmethod
-    def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str],
+    def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str], *,
+                 redaction_key: str | SecretStr | None = None,
                  **adapters: Any) -> MemoryEngine:
         manifest = snap.manifest
         try:
             config = MemoryConfig.parse(manifest.get("config"))
+        except (MemoryEngineError, TypeError, ValueError) as exc:
+            raise SnapshotInvalidError(f"snapshot {str(path)!r} holds an invalid config",
+                                       details={"path": str(path)}) from exc
+        config = config.with_redaction_key(redaction_key)  # a missing or wrong key: say so
+        try:
             seed = int(manifest.get("seed", 0))
             engine = cls(config, seed=seed, **adapters)
         except (MemoryEngineError, TypeError, ValueError) as exc:
@@ -697,24 +704,28 @@ class MemoryEngine(Journaled):
         pressure_source: PressureSource | None = None,
         embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
         max_bytes: int = snapshot.DEFAULT_MAX_BYTES,
+        redaction_key: str | SecretStr | None = None,
     ) -> MemoryEngine:
         """Rebuild an engine from a snapshot written by :meth:`save`.
 
         Adapters are not stored: pass the same ``embedder`` (same ``version``) to keep the
-        saved vectors, otherwise records are re-embedded by later ticks. The file is not
-        trusted: a payload above ``max_bytes`` (default 4 GiB) is refused unread, memory
-        stays a small multiple of the file size, and the state's invariants are checked
-        before anything is restored (``persistence.validate``).
+        saved vectors, otherwise records are re-embedded by later ticks. Nor is the
+        redaction key: a snapshot written with one needs it again, as ``redaction_key`` or
+        the ``MEMORY_REDACTION_KEY`` variable (see ``MemoryConfig.with_redaction_key``).
+        The file is not trusted: a payload above ``max_bytes`` (default 4 GiB) is refused
+        unread, memory stays a small multiple of the file size, and the state's invariants
+        are checked before anything is restored (``persistence.validate``).
 
         Raises:
             SnapshotInvalidError: The file is missing, too large, truncated, corrupted,
                 foreign, of another format version, or holds an inconsistent state
                 (``MEMORY_SNAPSHOT_INVALID``, naming the problem); nothing is half-loaded.
             InputInvalidError: ``max_bytes`` is not a positive integer.
+            ConfigInvalidError: The snapshot's redaction key is missing or another was given.
         """
         return cls._restore(snapshot.read_snapshot(path, max_bytes=max_bytes), path,
                             token_counter=token_counter, pressure_source=pressure_source,
-                            embedder=embedder)
+                            embedder=embedder, redaction_key=redaction_key)
 
     @classmethod
     def open(
@@ -732,19 +743,21 @@ class MemoryEngine(Journaled):
         """Open (or create) a durable engine on an SQLite database (WAL).
 
         A new database starts from ``config`` and ``seed``; an existing one restores its
-        snapshot and applies its journal (``config``/``seed`` are then ignored), giving the
-        state of the last commit, with the same state hash, even after the process was
-        killed. The journal holds each call's effects (already redacted), written before
-        the call returns and committed then (``commit="call"``) or at each tick
-        (``commit="tick"``); a call that raises or cannot be written is undone. The
-        database is locked to this engine until :meth:`close` (see
-        ``persistence.durable``).
+        snapshot and applies its journal (``config``/``seed`` are then ignored, except
+        ``config.redaction_key``: a database made with a key needs it, from there or the
+        ``MEMORY_REDACTION_KEY`` variable), giving the state of the last commit, with the
+        same state hash, even after the process was killed. The journal holds each call's
+        effects (already redacted), written before the call returns and committed then
+        (``commit="call"``) or at each tick (``commit="tick"``); a call that raises or
+        cannot be written is undone. The database is locked to this engine until
+        :meth:`close` (see ``persistence.durable``).
 
         Raises:
             SnapshotInvalidError: The file is not an f09-memory database (it is not
                 modified), or its snapshot or journal is damaged (the row is named).
             StorageFailedError: Another engine has the database open, or it cannot be
                 written.
+            ConfigInvalidError: The database's redaction key is missing or another was given.
             InputInvalidError: ``checkpoint_every`` is not a positive integer.
         """
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
@@ -760,7 +773,9 @@ class MemoryEngine(Journaled):
                 engine = cls(config, seed=seed, **adapters)
                 log.checkpoint(engine._snapshot_bytes())
             else:
-                engine = cls._restore(snapshot.loads(blob, path), path, **adapters)
+                engine = cls._restore(
+                    snapshot.loads(blob, path), path, **adapters,
+                    redaction_key=None if config is None else config.redaction_key)
                 engine._apply_journal(log)
         except BaseException:
             log.close()  # nothing was modified; release the lock

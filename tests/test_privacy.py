@@ -44,7 +44,7 @@ def test_secrets_never_reach_records_events_logs_or_state(caplog: pytest.LogCapt
     assert rec.redacted
     assert "<REDACT:sha256-" in rec.content and "<REDACT:sha256-" in rec.metadata.tags[0]
     assert 3 == rec.metadata.attributes["count"]
-    assert ("EMAIL", "UUID", "NUMSEQ16") == log.of("memory:record:redacted")[0].patterns
+    assert ("EMAIL", "UUID", "CARD") == log.of("memory:record:redacted")[0].patterns
     assert "[MEM][REDACT]" in caplog.text and "[MEM][CREATE]" in caplog.text
     assert engine.redactor_counts["EMAIL"] >= 4
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.tables import ScoringTables
-from f09_memory.errors import ErrorCode, RetentionViolationError
-from f09_memory.redaction.patterns import compile_patterns
+from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
+from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
+from f09_memory.redaction.patterns import DEFAULT_PATTERNS, compile_patterns
 from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer
 
@@ -181,14 +184,26 @@ class MemoryConfig(_ConfigModel):
     throttle_compression_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = 0.55
     embedding_dim: Annotated[StrictInt, Field(ge=2, le=8192)] = 384
     max_context_tokens: Annotated[StrictInt, Field(ge=1, le=10_000_000)] = 1800
-    redact_patterns: tuple[str, ...] = ("EMAIL", "UUID", "NUMSEQ16")
+    redact_patterns: tuple[str, ...] = DEFAULT_PATTERNS
     retention_policy: RetentionPolicy = Field(default_factory=RetentionPolicy)
 
     # --- additions -------------------------------------------------------------------------
     redaction_mode: bool = True
-    """ON (True): content, tags and string attributes are redacted at ingest."""
+    """ON (True): everything a caller stores is redacted at ingest (content, tags, source
+    event, metadata attribute keys and string values, social and procedural ids, claims) and
+    agent ids holding private data are refused; prompts to LLMs are redacted either way."""
+    redaction_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
+    """The secret that keys placeholders (HMAC-SHA256; env ``MEMORY_REDACTION_KEY``), at
+    least 16 characters. Never dumped, shown or snapshotted: only its id
+    (``redaction_key_id``) is. ``None``: unkeyed placeholders (sha256, reversible by brute
+    force for short values), with a warning logged once per process."""
+    redaction_key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    """The public id of ``redaction_key`` (set from the key; see ``redaction.keys.key_id``).
+    Kept in snapshots and the state hash's config fingerprint; a config that has an id but
+    no key (a snapshot's) cannot build an engine until the same key is given."""
     redaction_salt: str = ""
-    """Mixed into placeholder hashes so they cannot be reversed by a dictionary of values."""
+    """Deprecated (use ``redaction_key``): mixed into every placeholder, but stored in clear
+    in snapshots, so it protects nothing. Kept so old configs and snapshots load unchanged."""
     chars_per_token: Annotated[float, Field(gt=0.5, le=32.0)] = 4.0
     """The default token estimator: ceil(len(text) / chars_per_token)."""
     score_quantum: Annotated[StrictInt, Field(ge=1_000, le=1_000_000_000_000)] = 1_000_000_000
@@ -309,6 +324,23 @@ class MemoryConfig(_ConfigModel):
     @model_validator(mode="after")
     def _check_patterns(self) -> MemoryConfig:
         compile_patterns(self.redact_patterns)  # raises MEMORY_REDACTION_PATTERN_INVALID
+        secret = self.redaction_key
+        if secret is None:
+            return self
+        key = secret.get_secret_value()
+        if len(key) < MIN_KEY_CHARS:
+            raise ConfigInvalidError(
+                f"redaction_key is shorter than {MIN_KEY_CHARS} characters; use a random "
+                "string (e.g. secrets.token_urlsafe(32))",
+                details={"field": "redaction_key", "minimum": MIN_KEY_CHARS})
+        found = key_id(key.encode("utf-8"))
+        if self.redaction_key_id is not None and self.redaction_key_id != found:
+            raise ConfigInvalidError(
+                "redaction_key is not the key this config (or snapshot) was made with: its "
+                "redaction_key_id differs; pass the original key (placeholders made under "
+                "another key would no longer match)",
+                details={"field": "redaction_key"})
+        self.__dict__["redaction_key_id"] = found
         return self
 
     def replace(self, **changes: Any) -> MemoryConfig:
@@ -321,7 +353,44 @@ class MemoryConfig(_ConfigModel):
         aliases = {name: field.alias or name for name, field in MemoryConfig.model_fields.items()}
         for key, value in changes.items():
             data[aliases.get(key, key)] = value
+        if "redactionKey" in data:  # a new key: its id follows from it
+            data.pop("redactionKeyId", None)
+        elif self.redaction_key is not None:  # never dumped: carried over by hand
+            data["redactionKey"] = self.redaction_key
         return MemoryConfig.parse(data)
+
+    def with_redaction_key(self, key: str | SecretStr | None = None, *,
+                           environ: Mapping[str, str] | None = None) -> MemoryConfig:
+        """This config with its redaction key restored (a snapshot's config holds only its id).
+
+        A config with a ``redaction_key_id`` takes ``key``, or when ``key`` is ``None`` the
+        ``MEMORY_REDACTION_KEY`` variable of ``environ`` (default ``os.environ``); the key
+        must be the one the id was made from. A config without an id is returned as it is
+        when ``key`` is ``None`` (the variable is then ignored: its placeholders are
+        unkeyed, and a key cannot be added to placeholders already stored).
+
+        Raises:
+            ConfigInvalidError: The key is missing or is not the config's key, or a key was
+                given for a config made without one (messages never show a key).
+        """
+        if self.redaction_key_id is None:
+            if key is None:
+                return self
+            raise ConfigInvalidError(
+                "redaction_key was given, but this config (or snapshot) was made without a "
+                "redaction key: its stored placeholders are unkeyed and cannot be re-keyed; "
+                "load it without redaction_key", details={"field": "redaction_key"})
+        if key is None:
+            env = os.environ if environ is None else environ
+            key = env.get(REDACTION_KEY_ENV, "").strip() or None
+            if key is None:
+                raise ConfigInvalidError(
+                    "this config (or snapshot) was made with a redaction key and none was "
+                    f"given: pass redaction_key=... or set {REDACTION_KEY_ENV} to that key",
+                    details={"field": "redaction_key"})
+        if self.redaction_key is not None and key_bytes(key) == key_bytes(self.redaction_key):
+            return self
+        return MemoryConfig.parse({**self.model_dump(by_alias=True), "redactionKey": key})
 
     @classmethod
     def from_env(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from f09_memory.errors import ConfigInvalidError
@@ -22,6 +23,7 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "MEMORY_MAX_CONTEXT_TOKENS": ("max_context_tokens",),
     "MEMORY_REDACT_PATTERNS": ("redact_patterns",),
     "MEMORY_REDACTION_MODE": ("redaction_mode",),
+    "MEMORY_REDACTION_KEY": ("redaction_key",),
     "MEMORY_RETENTION_SEMANTIC_MAX": ("retention_policy", "semantic_max"),
     "MEMORY_RETENTION_SOCIAL_MAX": ("retention_policy", "social_max"),
     "MEMORY_RETENTION_PROCEDURAL_MAX": ("retention_policy", "procedural_max"),
@@ -54,6 +56,8 @@ class MemoryEnv(BaseSettings):
     MAX_CONTEXT_TOKENS: str | None = None
     REDACT_PATTERNS: str | None = None
     REDACTION_MODE: str | None = None
+    REDACTION_KEY: SecretStr | None = None
+    """The redaction key (a secret: never shown, never echoed in an error)."""
     RETENTION_SEMANTIC_MAX: str | None = None
     RETENTION_SOCIAL_MAX: str | None = None
     RETENTION_PROCEDURAL_MAX: str | None = None
@@ -101,6 +105,11 @@ def read_env(environ: dict[str, str] | None, *, env_file: str | None = None) -> 
     out: dict[str, Any] = {}
     for var, path in ENV_FIELDS.items():
         raw_value = values.get(var.removeprefix("MEMORY_"))
+        if isinstance(raw_value, SecretStr):  # the key: passed on as a secret, never parsed
+            key = raw_value.get_secret_value().strip()
+            if key:
+                out[path[-1]] = SecretStr(key)
+            continue
         if raw_value is None:
             continue
         target = out

@@ -384,9 +384,7 @@ class Ingestor:
     def __init__(self, config: MemoryConfig, counter: TokenCounter) -> None:
         self.config = config
         self.counter = counter
-        self.redactor = Redactor(
-            config.redact_patterns, salt=config.redaction_salt, enabled=config.redaction_mode
-        )
+        self.redactor = Redactor.from_config(config)
         self.importance = ImportanceModel(config.importance)
         self.limits = ItemLimits.of(config)
         """The config's size limits, for validation."""

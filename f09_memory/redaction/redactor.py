@@ -1,106 +1,174 @@
-"""Redactor: replaces private data with hashed placeholders before anything is stored."""
+"""Redactor: replaces private data with keyed placeholders before anything is stored."""
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
+from pydantic import SecretStr
+
+from f09_memory.errors import ConfigInvalidError, InputInvalidError
+from f09_memory.redaction.keys import (
+    REDACTION_KEY_ENV,
+    key_bytes,
+    placeholder_digest,
+    warn_unkeyed,
+)
 from f09_memory.redaction.patterns import CompiledPattern, compile_patterns
 
-__all__ = ["PLACEHOLDER_PREFIX", "Redactor"]
+if TYPE_CHECKING:
+    from f09_memory.config.config import MemoryConfig
+
+__all__ = ["PLACEHOLDER_PREFIX", "PLACEHOLDER_RE", "Redactor"]
 
 PLACEHOLDER_PREFIX = "<REDACT:sha256-"
-_DIGIT_RUN = re.compile(r"\d[\d \-]{14,}\d")  # 16+ digits with single separators sit in one
-
-
-def _has_at(text: str) -> bool:
-    return "@" in text
-
-
-def _has_dash(text: str) -> bool:
-    return "-" in text
-
-
-def _has_digit_run(text: str) -> bool:
-    return _DIGIT_RUN.search(text) is not None
-
-
+PLACEHOLDER_RE = re.compile(r"<REDACT:sha256-[0-9a-f]{12}>")
+"""A placeholder the redactor wrote; text inside one is never redacted again."""
+_SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")
+_DIGIT = re.compile(r"\d").search
 _ASCII_DIGITS = "0123456789"
-
-
-def _gate_on_batch(gate: Callable[[str], bool], joined: str) -> bool:
-    """Whether ``gate`` may hold for some text of a batch (``joined``: the texts joined).
-
-    The digit-run gate is a regex scan: on a batch it is replaced by a cheaper necessary
-    condition (an ASCII batch without an ASCII digit has no digit run), and each text is
-    still gated on its own when that condition holds.
-    """
-    if gate is _has_digit_run:
-        return not joined.isascii() or any(d in joined for d in _ASCII_DIGITS)
-    return gate(joined)
 
 
 class Redactor:
     """Applies the configured patterns in order; compiled once at construction.
 
-    A match becomes ``<REDACT:sha256-xxxxxxxxxxxx>`` (the first 12 hex digits of
-    sha256(salt + match)), so equal values stay equal after redaction without being
-    readable. Placeholders are never redacted again. When ``enabled`` is False the text is
+    A match becomes ``<REDACT:sha256-xxxxxxxxxxxx>``: the first 12 hex digits of
+    HMAC-SHA256(key, salt + match) with a key, of sha256(salt + match) without one (see
+    :mod:`f09_memory.redaction.keys`). Equal values stay equal after redaction (joins,
+    filters and claims still work) without being readable. Placeholders are never redacted
+    again: patterns only see the text between them. When ``enabled`` is False the text is
     returned unchanged (redaction mode OFF).
 
-    Runtime complexity: one regex pass per pattern, O(len(text)) each.
+    Args:
+        patterns: Built-in names or custom regexes (see ``compile_patterns``).
+        key: The redaction key (``None``: unkeyed placeholders).
+        salt: Mixed into every placeholder (deprecated: use ``key``; a salt is no secret).
+        enabled: Redaction mode.
+
+    Runtime complexity: one gate check per pattern, and one regex pass per pattern whose
+    gate holds, O(len(text)) each.
     """
 
-    def __init__(self, patterns: Iterable[str], *, salt: str = "", enabled: bool = True) -> None:
+    def __init__(self, patterns: Iterable[str], *, key: str | bytes | SecretStr | None = None,
+                 salt: str = "", enabled: bool = True) -> None:
         self.enabled = enabled
+        self._key = key_bytes(key)
         self._salt = salt.encode("utf-8")
         self._compiled: tuple[CompiledPattern, ...] = compile_patterns(patterns)
-        # A cheap necessary condition per built-in (a character it must contain, or a run
-        # it must sit in), checked before its regex. Custom patterns always run.
-        self._gates: dict[str, Callable[[str], bool]] = {
-            "EMAIL": _has_at, "UUID": _has_dash, "NUMSEQ16": _has_digit_run}
-        self.counts: dict[str, int] = {label: 0 for label, _ in self._compiled}
+        self.counts: dict[str, int] = {p.label: 0 for p in self._compiled}
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig, *, enabled: bool | None = None) -> Redactor:
+        """The redactor of ``config`` (patterns, key, salt; ``enabled``: its mode if None).
+
+        Logs the unkeyed-placeholder warning (once per process) when the config has no key.
+
+        Raises:
+            ConfigInvalidError: The config names a key (``redaction_key_id``, as a snapshot's
+                config does) but holds none.
+        """
+        secret = config.redaction_key
+        if secret is None:
+            if config.redaction_key_id is not None:
+                raise ConfigInvalidError(
+                    "this config was made with a redaction key (it has a redaction_key_id) "
+                    "but holds none; give the same key: MemoryConfig(redaction_key=...), "
+                    f"the {REDACTION_KEY_ENV} variable, or MemoryEngine.load(path, "
+                    "redaction_key=...)", details={"field": "redaction_key"})
+            warn_unkeyed()
+        return cls(config.redact_patterns, key=secret, salt=config.redaction_salt,
+                   enabled=config.redaction_mode if enabled is None else enabled)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether placeholders are keyed (a redaction key is set)."""
+        return self._key is not None
 
     @property
     def labels(self) -> tuple[str, ...]:
         """Pattern labels in application order."""
-        return tuple(label for label, _ in self._compiled)
+        return tuple(p.label for p in self._compiled)
 
-    def _placeholder(self, match: re.Match[str]) -> str:
-        value = match.group(0)
-        if value.startswith(PLACEHOLDER_PREFIX):
-            return value
-        digest = hashlib.sha256(self._salt + value.encode("utf-8")).hexdigest()[:12]
-        return f"{PLACEHOLDER_PREFIX}{digest}>"
+    def placeholder(self, value: str) -> str:
+        """The placeholder of ``value`` (whatever the patterns and the mode)."""
+        return f"{PLACEHOLDER_PREFIX}{placeholder_digest(value, self._key, self._salt)}>"
+
+    def _replace(self, match: re.Match[str]) -> str:
+        return self.placeholder(match.group(0))
+
+    def _sub(self, pattern: CompiledPattern, text: str) -> tuple[str, int]:
+        """Replace the matches of one pattern (or the parts its check picks) in ``text``."""
+        check = pattern.check
+        if check is None:
+            return pattern.regex.subn(self._replace, text)
+        replaced = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal replaced
+            value = match.group(0)
+            spans = check(match)
+            if not spans:
+                return value
+            replaced += len(spans)
+            out: list[str] = []
+            pos = 0
+            for start, end in spans:
+                out += (value[pos:start], self.placeholder(value[start:end]))
+                pos = end
+            out.append(value[pos:])
+            return "".join(out)
+
+        return pattern.regex.sub(replace, text), replaced
+
+    def _sub_between(self, pattern: CompiledPattern, text: str) -> tuple[str, int]:
+        """:meth:`_sub` of the text between placeholders (they are left as they are)."""
+        parts = _SPLIT.split(text)
+        total = 0
+        for i in range(0, len(parts), 2):
+            if parts[i]:
+                parts[i], n = self._sub(pattern, parts[i])
+                total += n
+        return "".join(parts), total
 
     def redact(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Return ``(redacted_text, labels_that_matched)``; labels empty when nothing matched."""
         if not self.enabled or not text:
             return text, ()
-        return self._apply(text, self._compiled)
+        return self._apply(text, self._compiled, self.counts)
 
-    def _apply(self, text: str,
-               patterns: Sequence[CompiledPattern]) -> tuple[str, tuple[str, ...]]:
+    def _apply(self, text: str, patterns: Sequence[CompiledPattern],
+               counts: dict[str, int] | None) -> tuple[str, tuple[str, ...]]:
         """Apply ``patterns`` (each behind its gate) to ``text``; count what matched."""
         hits: list[str] = []
-        gates = self._gates
-        for label, pattern in patterns:
-            gate = gates.get(label)
-            if (gate is not None and not gate(text)) or pattern.search(text) is None:
+        protect: bool | None = None  # whether the text holds a placeholder (when needed)
+        digit: bool | None = None  # whether the text holds a digit, found when first needed
+        for pattern in patterns:
+            if pattern.digit:
+                if digit is None:
+                    digit = _DIGIT(text) is not None
+                if not digit:
+                    continue
+            gate = pattern.gate
+            if (gate is not None and not gate(text)) or pattern.regex.search(text) is None:
                 continue
-            text, n = pattern.subn(self._placeholder, text)
+            if protect is None:
+                protect = PLACEHOLDER_PREFIX in text
+            text, n = (self._sub_between if protect else self._sub)(pattern, text)
             if n:
-                hits.append(label)
-                self.counts[label] += n
+                hits.append(pattern.label)
+                if counts is not None:
+                    counts[pattern.label] += n
+                protect = True
         return text, tuple(hits)
 
     def redact_many(self, texts: Sequence[str]) -> tuple[list[str], list[tuple[str, ...]] | None]:
         """:meth:`redact` of each text, in order, with the gates checked once for the batch.
 
-        A built-in's gate is a necessary condition that holds for a text whenever it holds
-        for any substring, so a gate that fails on all the texts joined rules the pattern
-        out for every one of them (the usual batch: no ``@``, no ``-``, no digit run).
+        A built-in's batch gate (and its need of a digit) is a necessary condition that
+        holds on the texts joined whenever its gate holds for one of them, so a batch gate
+        that fails rules the pattern out for every text (the usual batch: no ``@``, no
+        ``-``, no digit, none of the key prefixes).
 
         Returns:
             The redacted texts, and each text's labels (``None`` when nothing matched).
@@ -109,12 +177,16 @@ class Redactor:
         if not self.enabled or not texts:
             return list(texts), None
         joined = "\n".join(texts)
-        gates = self._gates
-        active: list[CompiledPattern] = []
-        for label, pattern in self._compiled:
-            gate = gates.get(label)
-            if gate is None or _gate_on_batch(gate, joined):
-                active.append((label, pattern))
+        digit: bool | None = None
+        active = []
+        for p in self._compiled:
+            if p.digit:
+                if digit is None:  # a non-ASCII batch may hold another script's digits
+                    digit = not joined.isascii() or any(map(joined.__contains__, _ASCII_DIGITS))
+                if not digit:
+                    continue
+            if p.batch_gate is None or p.batch_gate(joined):
+                active.append(p)
         if not active:
             return list(texts), None
         out: list[str] = []
@@ -123,7 +195,7 @@ class Redactor:
         for text in texts:
             hits: tuple[str, ...] = ()
             if text:
-                text, hits = self._apply(text, active)
+                text, hits = self._apply(text, active, self.counts)
             out.append(text)
             labels.append(hits)
             any_hit = any_hit or bool(hits)
@@ -132,3 +204,31 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         """Return only the redacted text (for prompts and log lines)."""
         return self.redact(text)[0]
+
+    def matches(self, text: str) -> tuple[str, ...]:
+        """Labels of the patterns that would replace something in ``text`` (mode ignored).
+
+        Nothing is counted and nothing is returned of the text itself: this is how a value
+        that must not hold private data (an agent id) is checked.
+        """
+        return self._apply(text, self._compiled, None)[1] if text else ()
+
+    def refuse_private(self, value: str, *, field: str) -> None:
+        """Raise when redaction mode is ON and ``value`` (an id) holds private data.
+
+        Ids (agent ids) are stored, logged and sent in events as given, so an id a
+        pattern would redact is refused rather than stored raw or rewritten.
+
+        Raises:
+            InputInvalidError: A pattern matches ``value``; the message names the field
+                and the pattern, never the value.
+        """
+        if not self.enabled:
+            return
+        found = self.matches(value)
+        if found:
+            raise InputInvalidError(
+                f"{field} holds private data (it matches the redaction pattern {found[0]}); "
+                "ids are stored, logged and sent in events as given, so use an opaque id "
+                "instead (a counter, or a keyed hash the host keeps)",
+                details={"field": field, "patterns": list(found)})

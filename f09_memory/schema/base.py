@@ -132,6 +132,7 @@ class BoundaryModel(BaseModel):
         frozen=True,
         use_enum_values=False,
         validate_default=False,
+        hide_input_in_errors=True,  # a chained ValidationError never shows private input
     )
     _field_codes: ClassVar[dict[str, ErrorCode]] = {}
     _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_INPUT_INVALID

@@ -268,11 +268,8 @@ def memory_entries(
 
 
 def _redactor(engine: MemoryEngine) -> Redactor:
-    """A redactor equal to the engine's ingestion redactor (same patterns, salt and mode)."""
-    config = engine.config
-    return Redactor(
-        config.redact_patterns, salt=config.redaction_salt, enabled=config.redaction_mode
-    )
+    """A redactor equal to the engine's ingestion redactor (same patterns, key and mode)."""
+    return Redactor.from_config(engine.config)
 
 
 def _context(context: object) -> ToolContext:

@@ -8,6 +8,7 @@ from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.config import ENV_FIELDS, ScoreWeights
 from f09_memory.core.digest import config_fingerprint
 from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.redaction import DEFAULT_PATTERNS
 from f09_memory.schema import MemoryLayer, PressureState, Purpose, Strategy
 
 
@@ -18,7 +19,8 @@ def test_defaults_are_the_spec_section_21_values() -> None:
         c.summarization_batch_size, c.decay_half_life_ms)
     assert (2.5, 0.55, 384, 1800) == (c.importance_boost, c.throttle_compression_ratio,
                                       c.embedding_dim, c.max_context_tokens)
-    assert ("EMAIL", "UUID", "NUMSEQ16") == c.redact_patterns
+    assert DEFAULT_PATTERNS == c.redact_patterns
+    assert {"EMAIL", "UUID", "NUMSEQ16"} < set(c.redact_patterns)  # the spec's, and more
     rp = c.retention_policy
     assert (400, 300, 250) == (rp.semantic_max, rp.social_max, rp.procedural_max)
 
@@ -87,7 +89,8 @@ def test_from_env_reads_every_section_21_variable() -> None:
         "MEMORY_MAX_CONTEXT_TOKENS": "900", "MEMORY_REDACT_PATTERNS": "EMAIL, secret-\\d+ ,",
         "MEMORY_REDACTION_MODE": "off", "MEMORY_RETENTION_SEMANTIC_MAX": "4",
         "MEMORY_RETENTION_SOCIAL_MAX": "3", "MEMORY_RETENTION_PROCEDURAL_MAX": "2",
-        "MEMORY_DEDUP_WINDOW_MS": "60000", "UNRELATED": "x",
+        "MEMORY_DEDUP_WINDOW_MS": "60000", "MEMORY_REDACTION_KEY": " env-key-0123456789abc ",
+        "UNRELATED": "x",
     }
     assert set(ENV_FIELDS) == {k for k in env if k.startswith("MEMORY_")}
     c = MemoryConfig.from_env(env)
@@ -98,6 +101,8 @@ def test_from_env_reads_every_section_21_variable() -> None:
         c.throttle_compression_ratio, c.embedding_dim, c.max_context_tokens)
     assert ("EMAIL", "secret-\\d+") == c.redact_patterns
     assert not c.redaction_mode
+    assert c.redaction_key is not None
+    assert "env-key-0123456789abc" == c.redaction_key.get_secret_value()
     assert (4, 3, 2) == (c.retention_policy.semantic_max, c.retention_policy.social_max,
                          c.retention_policy.procedural_max)
 
