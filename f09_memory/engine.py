@@ -492,7 +492,10 @@ class MemoryEngine(Journaled):
         return bundle
 
     def _prepare(self, request: RetrievalRequest) -> RetrievalRequest:
-        return redact_filters(request, self._ingestor.redactor.redact_text)
+        redactor = self._ingestor.redactor
+        if self._state.store.get(request.agent_id) is None:  # known agents were checked
+            redactor.refuse_private(request.agent_id, field="agent_id")
+        return redact_filters(request, redactor.redact_text)
 
     @journaled
     def retrieve_many(

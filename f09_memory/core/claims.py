@@ -52,12 +52,14 @@ def ingest_claim(
         ttl = claim.valid_to - now
     limits = writer.ingestor.limits
     validate_item(content, layer, importance, tags, None, ttl, limits=limits)
+    # The claim's key and value are stored redacted (string attributes): compare them so.
+    redact = writer.ingestor.redactor.redact_text
     am = writer.state.store.get(agent_id)
-    current = am.claims.get(claim.key) if am is not None else None
+    current = am.claims.get(redact(claim.key)) if am is not None else None
     previous = am.extras[current] if am is not None and current is not None else None
     if am is not None and current is not None and previous is not None:
         attrs = previous.attributes
-        if attrs.get("claimValue") == normalize_value(claim.value):
+        if attrs.get("claimValue") == redact(normalize_value(claim.value)):
             slot = am.slot_of[current]
             boosted = min(1.0, round(float(am.importance[slot]) + 0.05, 6))
             reinforced = RecordExtra(

@@ -481,6 +481,8 @@ class Writer:
         store = state.store
         am = store.get(agent_id)
         if am is None or am.live >= state.config.max_records_per_agent:
+            if am is None:
+                self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
             self.check_capacity(am, agent_id, (item,))
             am = store.get_or_create(agent_id)
         content, importance, tokens, deadline, tag_id, labels = self.ingestor.build_one(
@@ -514,6 +516,8 @@ class Writer:
         """:meth:`ingest_items`, returning the agent's memory and the new records' keys."""
         state = self.state
         am = state.store.get(agent_id)
+        if am is None and pending:
+            self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
         self.check_capacity(am, agent_id, pending)
         if not pending:
             return am, []
@@ -571,6 +575,8 @@ class Writer:
         existing = [store.get(agent_id) for agent_id in order]
         for agent_id, found in zip(order, existing, strict=True):
             if found is None or found.live + len(groups[agent_id]) > limit:
+                if found is None:
+                    self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
                 self.check_capacity(found, agent_id, groups[agent_id])
         ams = [store.get_or_create(agent_id) if found is None else found
                for agent_id, found in zip(order, existing, strict=True)]

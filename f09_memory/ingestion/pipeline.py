@@ -2,8 +2,9 @@
 
 ``validate_item`` checks one input and raises a taxonomy error naming the bad field before
 anything is stored; ``Ingestor.build`` turns a validated item into the column values the
-store keeps (``NewRecords``): redaction (content, tags, source event, string attributes),
-token estimate, heuristic importance when none was given. No record object is built.
+store keeps (``NewRecords``): redaction (content, tags, source event; in metadata, attribute
+keys and string values, source refs, social and procedural ids), token estimate, heuristic
+importance when none was given. No record object is built.
 """
 
 from __future__ import annotations
@@ -390,6 +391,8 @@ class Ingestor:
         """The config's size limits, for validation."""
         self._clean_tags: dict[str, None] = {}
         """Tags known to hold nothing to redact (tags repeat: most are checked once)."""
+        self._clean_keys: dict[str, None] = {}
+        """Attribute keys known to hold nothing to redact."""
 
     def build_many(
         self,
@@ -575,7 +578,7 @@ class Ingestor:
                 source_events: dict[int, str], extras: dict[int, RecordExtra]) -> None:
         """The sparse parts of the items, by position.
 
-        Redacted source events, metadata extras (string attributes redacted), the
+        Redacted source events, redacted metadata extras (see :meth:`_extra`), the
         metadata's flag and claim status.
         """
         redact = self.redactor.redact
@@ -590,17 +593,57 @@ class Ingestor:
             if meta is None:
                 continue
             flagged[i] = flagged[i] or meta.flagged
-            attrs: dict[str, Any] = {}
-            for k, v in meta.attributes.items():
-                if isinstance(v, str):
-                    v, h = redact(v)
-                    labels[i] += h
-                attrs[k] = v
-            extra = RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
-                                meta.procedural, attrs)
+            extra, h = self._extra(meta)
+            labels[i] += h
             if not extra.is_empty():
                 extras[i] = extra
-                status[i] = STATUS_CODE.get(str(attrs.get("claimStatus", "active")), 0)
+                status[i] = STATUS_CODE.get(
+                    str(extra.attributes.get("claimStatus", "active")), 0)
+
+    def _extra(self, meta: RecordMetadata) -> tuple[RecordExtra, tuple[str, ...]]:
+        """The metadata's sparse part, redacted, and the labels of what was replaced.
+
+        Redacted: attribute keys and string values, ``source_ref_ids``,
+        ``social.other_agent_id`` and ``procedural.pattern_id`` (all host-given text).
+        """
+        redactor = self.redactor
+        if not redactor.enabled:
+            return RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
+                               meta.procedural, dict(meta.attributes)), ()
+        redact = redactor.redact
+        hits: tuple[str, ...] = ()
+        clean = self._clean_keys
+        attrs: dict[str, Any] = {}
+        for k, v in meta.attributes.items():
+            if k not in clean:
+                key, h = redact(k)
+                if h:
+                    hits += h
+                    k = key
+                elif len(clean) < _CLEAN_TAGS_MAX:
+                    clean[k] = None  # attribute keys repeat: check each once
+            if isinstance(v, str):
+                v, h = redact(v)
+                hits += h
+            attrs[k] = v
+        refs = meta.source_ref_ids
+        if refs:
+            red_refs, ref_hits = redactor.redact_many(refs)
+            if ref_hits is not None:
+                refs = tuple(red_refs)
+                hits += tuple(h for hs in ref_hits for h in hs)
+        social, procedural = meta.social, meta.procedural
+        if social is not None and social.other_agent_id:
+            other, h = redact(social.other_agent_id)
+            if h:
+                hits += h
+                social = social.model_copy(update={"other_agent_id": other})
+        if procedural is not None and procedural.pattern_id:
+            pattern_id, h = redact(procedural.pattern_id)
+            if h:
+                hits += h
+                procedural = procedural.model_copy(update={"pattern_id": pattern_id})
+        return RecordExtra(refs, meta.spatial, social, procedural, attrs), hits
 
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         counter = self.counter

@@ -64,10 +64,11 @@ def request_filter_mask(am: AgentMemory, request: RetrievalRequest) -> NDArray[n
 
 
 def redact_filters(request: RetrievalRequest, redact: Callable[[str], str]) -> RetrievalRequest:
-    """``request`` with its tag and attribute filter values redacted like stored records.
+    """``request`` with its tag and attribute filters redacted like stored records.
 
-    Stored tags and string attributes are redacted at ingest, so a filter naming a raw
-    value must be redacted the same way to match (and the raw value goes no further).
+    Stored tags, attribute keys and string attribute values are redacted at ingest, so a
+    filter naming a raw value must be redacted the same way to match (and the raw value
+    goes no further). The query text is redacted where it is embedded (``semantic``).
     """
     if not (request.tags_any or request.tags_all or request.attributes):
         return request
@@ -77,6 +78,6 @@ def redact_filters(request: RetrievalRequest, redact: Callable[[str], str]) -> R
     if request.tags_all:
         update["tags_all"] = tuple(redact(t) for t in request.tags_all)
     if request.attributes:
-        update["attributes"] = {k: redact(v) if isinstance(v, str) else v
+        update["attributes"] = {redact(k): redact(v) if isinstance(v, str) else v
                                 for k, v in request.attributes.items()}
     return request.model_copy(update=update)

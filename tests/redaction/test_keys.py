@@ -21,7 +21,7 @@ EMAIL = "mara.smith@forge.example.com"
 
 
 def keyed(key: str = KEY, **kw: object) -> MemoryConfig:
-    return MemoryConfig(redaction_key=key, **kw)  # type: ignore[arg-type]
+    return MemoryConfig(redaction_key=key, **kw)
 
 
 def test_the_key_never_shows_in_repr_str_dumps_or_json() -> None:
