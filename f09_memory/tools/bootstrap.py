@@ -62,7 +62,8 @@ def _limit(value: object, name: str, env_name: str, default: int, env: Mapping[s
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InputInvalidError(
-                f"{name} must be an integer >= 0 (0 injects no entries), got {value!r:.40}",
+                f"{name} must be an integer >= 0 (0 injects no entries), got "
+                f"{value if type(value) is int else type(value).__name__}",
                 details={"field": name},
             )
         return value

@@ -47,6 +47,7 @@ from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.tools.definitions import (
     MEMORY_WRITE,
     MEMORY_WRITE_MAX_KEYWORDS,
+    TOOL_NAMES,
     validate_tool_arguments,
 )
 
@@ -401,17 +402,18 @@ def execute_tool(
     Returns:
         The payload dict.
     """
+    shown = name if name in TOOL_NAMES else "(unknown tool)"  # a model's name is not logged
     try:
         args = validate_tool_arguments(name, arguments)
         ctx = _context(context)
         payload = _write(engine, args, ctx) if name == MEMORY_WRITE else _search(engine, args, ctx)
     except MemoryEngineError as exc:
-        logger.debug("[MEM][TOOL] %s rejected: %s", name, exc.code.value)
+        logger.debug("[MEM][TOOL] %s rejected: %s", shown, exc.code.value)
         return {"ok": False, "error": {"code": exc.code.value, "message": exc.message}}
     except Exception as exc:  # the model must never see an exception
-        logger.error("[MEM][TOOL] %s failed unexpectedly (%s)", name, type(exc).__name__)
+        logger.error("[MEM][TOOL] %s failed unexpectedly (%s)", shown, type(exc).__name__)
         return {"ok": False, "error": {"code": TOOL_INTERNAL_ERROR, "message": _INTERNAL_MESSAGE}}
-    logger.debug("[MEM][TOOL] %s ok", name)
+    logger.debug("[MEM][TOOL] %s ok", shown)
     return payload
 
 

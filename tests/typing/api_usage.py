@@ -51,3 +51,8 @@ remote = OpenAICompatibleEmbedder("http://localhost:11434", "nomic-embed-text", 
 provider: EmbeddingProvider = remote
 remote_engine = MemoryEngine(MemoryConfig(), embedder=provider)
 remote.close()
+
+keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
+restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
+    "a-random-key-of-16+-chars")
+loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
