@@ -171,3 +171,25 @@ def test_bad_arguments_raise_input_invalid_naming_the_field(
 def test_unknown_tool_for_schema_lookup_raises_input_invalid() -> None:
     with pytest.raises(InputInvalidError):
         tool_input_schema("memory_forget")
+
+
+SECRET = "bob.bryce@mill.example.com"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        (MEMORY_WRITE, {"content": 42, "keywords": [SECRET]}),
+        (MEMORY_WRITE, {"content": "x", "keywords": [SECRET, 5]}),
+        (MEMORY_WRITE, {"content": "x", SECRET: 1}),
+        (MEMORY_SEARCH, {"query": "q", "limit": SECRET}),
+        (MEMORY_SEARCH, '{"query": "' + SECRET),
+        (MEMORY_SEARCH, [SECRET]),
+        (SECRET, {}),
+    ],
+)
+def test_errors_never_echo_an_argument_or_a_name(name: str, arguments: Any) -> None:
+    with pytest.raises(InputInvalidError) as info:
+        validate_tool_arguments(name, arguments)
+    assert SECRET not in str(info.value) and SECRET not in str(info.value.details)
+    assert SECRET not in repr(info.value.__cause__)
