@@ -5,6 +5,8 @@ import hmac
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from f09_memory.redaction import DEFAULT_PATTERNS, PLACEHOLDER_PREFIX, Redactor
 
@@ -105,3 +107,23 @@ def test_redact_many_of_a_clean_ascii_batch_runs_no_pattern() -> None:
     assert (texts, None) == r.redact_many(texts)
     assert ([], None) == r.redact_many([])
     assert (["a@b.cd"], None) == Redactor(("EMAIL",), enabled=False).redact_many(["a@b.cd"])
+
+
+_PIECES = st.sampled_from([
+    "a", "b@", "@x.io", "x.co", " ", "-", "4111", "1111 ", "0", "9", ".", "sk-", "é",
+    "Ab3dEf6hIj9kLm2nOp5q", "eyJhbGciOi.", "Bearer ", "AKIA", "IOSFODNN7EXAMPLE", "DE89",
+    "3704 ", "10.0.0.1", "ghp_", "_", "\u0664", "<REDACT:sha256-0123456789ab>"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=20).map("".join), min_size=1, max_size=4))
+def test_batches_equal_one_by_one_and_a_second_pass_keeps_every_placeholder(
+        texts: list[str]) -> None:
+    patterns = ("DEFAULT", "SSN", "PHONE")
+    one, many = Redactor(patterns, key=KEY), Redactor(patterns, key=KEY)
+    expected = [one.redact(t) for t in texts]
+    out, labels = many.redact_many(texts)
+    assert expected == list(zip(out, labels or [()] * len(texts), strict=True))
+    for text in out:
+        assert set(PLACEHOLDER.findall(text)) <= set(
+            PLACEHOLDER.findall(Redactor(patterns, key=KEY).redact_text(text)))
