@@ -203,12 +203,15 @@ def feed(engine: MemoryEngine, llm: ScriptedLLM) -> dict[str, str]:
     return out
 
 
+def _lifecycle_config() -> MemoryConfig:
+    return MemoryConfig(redaction_key=KEY, episodic_window=10 * MIN,
+                        summarization_min_interval_ms=0, summarization_batch_size=10,
+                        summarization_keep_recent=2, summarization_max_importance=0.9)
+
+
 def test_no_marker_reaches_any_output(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     embedder = RecordingEmbedder()
-    config = MemoryConfig(redaction_key=KEY, episodic_window=10 * MIN,
-                          summarization_min_interval_ms=0, summarization_batch_size=10,
-                          summarization_keep_recent=2, summarization_max_importance=0.9)
-    engine = MemoryEngine(config, embedder=embedder)
+    engine = MemoryEngine(_lifecycle_config(), embedder=embedder)
     llm = ScriptedLLM([f"The bard sang at the inn; write to {MARKERS['llm_summary'].text}."])
     with caplog.at_level(logging.DEBUG), capture_events(engine.bus) as log:
         outputs = feed(engine, llm)
@@ -306,22 +309,17 @@ def _durable_bytes(db: Path) -> str:
                      for p in sorted(db.parent.glob(db.name + "*")))
 
 
-@pytest.mark.xfail(strict=True, reason="the call journal stores raw arguments; the effects "
-                                       "journal fixes it")
 def test_no_marker_reaches_the_durable_database(tmp_path: Path) -> None:
+    """Every channel again on a durable engine: the journal holds redacted effects only."""
     db = tmp_path / "memory.db"
-    engine = MemoryEngine.open(db, MemoryConfig(redaction_key=KEY),
-                               embedder=None)
-    m = MARKERS
-    engine.ingest("npc", m["content"].text, tags=[m["tags"].text],
-                  metadata={"attributes": {m["attr_key"].email: m["attr_value"].email}}, now=0)
-    engine.ingest_many("npc", [m["many_content"].text], now=1)
-    engine.ingest_claim("npc", "a claim", Claim(m["claim_subject"].email, "prefers", "tea"),
-                        now=2)
+    engine = MemoryEngine.open(db, _lifecycle_config(), embedder=RecordingEmbedder())
+    feed(engine, ScriptedLLM([f"The bard sang; write to {MARKERS['llm_summary'].text}."]))
     while_open = _durable_bytes(db)
+    placeholder = engine._ingestor.redactor.placeholder(MARKERS["tool_write"].email)
     engine.close()
+    assert placeholder in while_open  # the journal was read: it holds the redacted write
     for text in (while_open, _durable_bytes(db)):
         assert KEY not in text
-        for marker in m.values():
+        for marker in MARKERS.values():
             for needle in marker.needles():
                 assert needle not in text, f"{marker.channel} leaked into the database"
