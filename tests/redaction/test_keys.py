@@ -46,7 +46,8 @@ def test_the_fingerprint_holds_the_key_id_not_the_key() -> None:
     plain, a, b = MemoryConfig(), keyed(), keyed(OTHER)
     assert len({config_fingerprint(plain), config_fingerprint(a), config_fingerprint(b)}) == 3
     assert config_fingerprint(a) == config_fingerprint(keyed())
-    assert "redactionKeyId" not in plain.to_json_dict()  # unkeyed: the fingerprint of before
+    assert plain.to_json_dict()["redactionKeyId"] is None
+    assert all("redactionKey" not in c.to_json_dict() for c in (plain, a, b))
 
 
 @pytest.mark.parametrize("bad", ["tiny-k3y", "q" * 15])
