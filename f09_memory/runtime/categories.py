@@ -78,7 +78,7 @@ def storage_category(category: MomentCategory | str) -> MomentCategory:
         member = MomentCategory(category)
     except ValueError as exc:
         raise InputInvalidError(
-            f"unknown memory category {category!r}; use one of "
+            f"unknown memory category; use one of "
             f"{', '.join(c.value for c in MomentCategory)}",
             details={"field": "category", "value": repr(category)},
         ) from exc

@@ -224,7 +224,7 @@ def _compile(triggers: Mapping[MomentCategory, TriggerRule]) -> tuple[_Compiled,
             category = MomentCategory(key)
         except ValueError as exc:
             raise InputInvalidError(
-                f"unknown trigger category {key!r}; use a MomentCategory",
+                f"unknown trigger category (a {type(key).__name__}); use a MomentCategory",
                 details={"field": "triggers", "value": repr(key)},
             ) from exc
         if not isinstance(rule, TriggerRule):
@@ -293,7 +293,7 @@ def detect_key_moments(
         )
     if role != ALL_ROLES and role not in SPEAKER_ROLES:
         raise InputInvalidError(
-            f"unknown role {role!r}; use one of {[*SPEAKER_ROLES, ALL_ROLES]}",
+            f"unknown role; use one of {[*SPEAKER_ROLES, ALL_ROLES]}",
             details={"field": "role", "value": repr(role)},
         )
     compiled = _DEFAULT_COMPILED if triggers is None else _compile(triggers)

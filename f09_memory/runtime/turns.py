@@ -83,7 +83,7 @@ class Turn:
     def __post_init__(self) -> None:
         if self.role not in TURN_ROLES:
             raise InputInvalidError(
-                f"unknown turn role {self.role!r:.40}; use one of {list(TURN_ROLES)}",
+                f"unknown turn role; use one of {list(TURN_ROLES)}",
                 details={"field": "role", "value": repr(self.role)[:80]},
             )
         if not isinstance(self.content, str):
@@ -121,7 +121,7 @@ def _turn_from(raw: object, index: int) -> Turn:
     role, content = raw["role"], raw["content"]
     if not isinstance(role, str) or role not in TURN_ROLES:
         raise InputInvalidError(
-            f"turns[{index}].role {role!r:.40} is unknown; use one of {list(TURN_ROLES)}",
+            f"turns[{index}].role is unknown; use one of {list(TURN_ROLES)}",
             details={"field": "turns", "index": index},
         )
     if not isinstance(content, str):
@@ -219,7 +219,7 @@ def check_label(value: object, field: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InputInvalidError(
-            f"{field} must be a non-blank string or None, got {value!r:.40}",
+            f"{field} must be a non-blank string or None, got a {type(value).__name__}",
             details={"field": field},
         )
     return value.strip()

@@ -195,7 +195,7 @@ def tool_definitions(format: ToolFormat = "openai") -> list[dict[str, Any]]:
             for name in TOOL_NAMES
         ]
     raise InputInvalidError(
-        f"unknown tool format {format!r}; use one of {list(TOOL_FORMATS)}",
+        f"unknown tool format; use one of {list(TOOL_FORMATS)}",
         details={"field": "format", "value": repr(format)},
     )
 
