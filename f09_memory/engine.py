@@ -57,8 +57,9 @@ from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.persistence import snapshot
 from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
-from f09_memory.persistence.effects import EffectRecorder, Replay
+from f09_memory.persistence.effects import Replay
 from f09_memory.persistence.journal import Journaled, journaled
+from f09_memory.persistence.recording import EffectRecorder
 from f09_memory.persistence.state import get_state, set_state
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor

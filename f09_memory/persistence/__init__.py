@@ -3,12 +3,11 @@
 Modules: ``snapshot`` (the versioned, checksummed binary file: write_snapshot,
 read_snapshot, dumps, loads; reading is bounded by ``max_bytes`` and never inflates),
 ``validate`` (validate_state: every invariant of a decoded engine state, checked before it
-is restored), ``state`` (get_state, set_state: the engine state as columns
-and its exact restoration; imported as ``f09_memory.persistence.state``, it sits above the
-services), ``durable`` (DurableLog: the SQLite snapshot + journal of effects;
-DurableSession) and ``effects`` (what a call changed: EffectRecorder, the effect registry
-and Replay), both imported by module path for the same reason, and ``journal``
-(``journaled``: where a durable call begins and ends).
+is restored), ``journal`` (``journaled``: where a durable call begins and ends), and, above
+the services (imported by module path): ``state`` (get_state, set_state: the engine state
+as columns and its exact restoration), ``durable`` (DurableLog: the SQLite snapshot +
+journal of effects; DurableSession), ``recording`` (EffectRecorder: what a call changed,
+recorded as it happens) and ``effects`` (the effect registry and Replay).
 ``MemoryEngine.save`` / ``load`` (files) and ``MemoryEngine.open`` (durable) are the entry
 points.
 """

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from f09_memory.errors import SnapshotInvalidError, StorageFailedError
-from f09_memory.persistence.effects import EffectRecorder, json_default
+from f09_memory.persistence.effects import json_default
+from f09_memory.persistence.recording import EffectRecorder
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "CommitMode", "DurableLog", "DurableSession"]
 
