@@ -130,11 +130,14 @@ class RecordingAgentMemory(AgentMemory):
                               status=status)
 
     def mark_embedded(self, slot: int, embedded: bool) -> None:  # noqa: D102
-        self._record("record.embedded", self.agent_id, int(self.key[slot]), bool(embedded))
+        if not self.quiet:
+            self.effects.append(("record.embedded", self.agent_id, int(self.key[slot]),
+                                 bool(embedded)))
         super().mark_embedded(slot, embedded)
 
     def mark_embedded_many(self, slots: NDArray[np.intp]) -> None:  # noqa: D102
-        self._record("record.embedded_many", self.agent_id, self.key[slots].copy())
+        if not self.quiet:
+            self.effects.append(("record.embedded_many", self.agent_id, self.key[slots].copy()))
         super().mark_embedded_many(slots)
 
     def attach_vectors(self, slots: NDArray[np.intp],  # noqa: D102
