@@ -88,6 +88,10 @@ class Writer:
             codes = codes[:0]
         slack = np.maximum(1, np.floor(caps * (share or 0.0))).astype(np.int64)
         self._hard = (codes, caps[: codes.shape[0]], (caps + slack)[: codes.shape[0]])
+        # Below this many records outside the episodic layer no capped layer can pass its
+        # hard bound (-1: always look; an empty tuple of codes: never).
+        bound = int(self._hard[2].min()) if codes.shape[0] else np.iinfo(np.int64).max
+        self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -274,6 +278,8 @@ class Writer:
         O(n) numpy selection per ``slack`` ingests. ``keep`` (a single ingest's new key) is
         never the one evicted.
         """
+        if am.live - am.ring.live <= self._free_below:  # the common case: far below
+            return
         codes, caps, hard = self._hard
         counts = am.layer_counts[codes]
         if not (counts > hard).any():

@@ -51,6 +51,8 @@ __all__ = ["AgentMemory"]
 _EPISODIC = MemoryLayer.EPISODIC.code
 _new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
 _N_LAYERS = len(LAYERS_BY_CODE)
+_SCALAR_MAX = 8
+"""Most records a batch stores by scalar stores (more: one numpy write per column)."""
 
 
 class AgentMemory:
@@ -270,34 +272,38 @@ class AgentMemory:
         layers = new.layer
         keys = new.keys
         evicted: dict[int, list[Removed]] = {}
-        all_episodic = layers.count(_EPISODIC) == n
-        episodic = range(n) if all_episodic else [
-            i for i, code in enumerate(layers) if code == _EPISODIC]
+        n_episodic = layers.count(_EPISODIC)
+        all_episodic = n_episodic == n
         # The j-th episodic record of the batch evicts when live + j >= capacity; old keys go
         # first (before slots are taken, so their slots are reused), then, if the batch
         # alone overflows the ring, its own earliest records (below).
         old_live = ring.live
-        first = max(0, ring.capacity - old_live)
-        evicting = episodic[first:first + old_live]
-        if len(evicting) == 1:
-            evicted[evicting[0]] = [self.remove(ring.oldest())]
-        elif evicting:
-            for i, gone in zip(evicting, self.remove_oldest(len(evicting)), strict=True):
-                evicted[i] = [gone]
+        overflow = old_live + n_episodic > ring.capacity
+        episodic: range | list[int] = range(n) if all_episodic else [
+            i for i, code in enumerate(layers) if code == _EPISODIC]
+        if overflow:
+            first = max(0, ring.capacity - old_live)
+            evicting = episodic[first:first + old_live]
+            if len(evicting) == 1:
+                evicted[evicting[0]] = [self.remove(ring.oldest())]
+            elif evicting:
+                for i, gone in zip(evicting, self.remove_oldest(len(evicting)), strict=True):
+                    evicted[i] = [gone]
         if self.free:
             fresh = -1
             slot_list = self._take_slots(n)
         else:  # the slots are hi, hi + 1, ... (none to reuse)
             fresh = self.hi
-            self.ensure_capacity(fresh + n)
+            if fresh + n > self.capacity:
+                self.ensure_capacity(fresh + n)
             self.hi = fresh + n
             slot_list = list(range(fresh, fresh + n))
         rev = self.next_rev
-        self.next_rev += n
+        self.next_rev = rev + n
         if n == 1:
             self._store_one(slot_list[0], new, rev)
         else:
-            self._store_columns(slot_list, new, rev, fresh)
+            self._store_columns(slot_list, new, rev, fresh, all_episodic)
         self.dirty = True
         if fresh >= 0:
             self.content[fresh:fresh + n] = new.content
@@ -309,20 +315,24 @@ class AgentMemory:
         if self.dedup is not None:
             for i, text in enumerate(new.content):
                 self.dedup[content_fingerprint(layers[i], text)] = keys[i]
-        for i, text in new.source_event.items():
-            self.source_event[keys[i]] = text
-        for i, extra in new.extras.items():
-            key = keys[i]
-            self.extras[key] = extra
-            self._index_claim(key, extra, new.status[i])
+        if new.source_event:
+            for i, text in new.source_event.items():
+                self.source_event[keys[i]] = text
+        if new.extras:
+            for i, extra in new.extras.items():
+                key = keys[i]
+                self.extras[key] = extra
+                self._index_claim(key, extra, new.status[i])
         if n:
-            self.min_deadline = min(self.min_deadline, min(new.deadline))
-            if episodic:
+            lowest = min(new.deadline)
+            if lowest < self.min_deadline:
+                self.min_deadline = lowest
+            if n_episodic:
                 lowest = min(new.anchor) if all_episodic else min(
                     new.anchor[i] for i in episodic)
                 if lowest < self.min_episodic_anchor:
                     self.min_episodic_anchor = lowest
-        if ring.live + len(episodic) <= ring.capacity:  # no record of the batch evicts
+        if not overflow or ring.live + len(episodic) <= ring.capacity:  # no more evictions
             ring.extend(keys if all_episodic else [keys[i] for i in episodic])
         else:
             for i in episodic:
@@ -396,27 +406,45 @@ class AgentMemory:
         self.layer_counts[code] += 1
 
     def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
-                       fresh: int = -1) -> None:
-        """The columns of a batch: slices, scalar stores or fancy indexing.
+                       fresh: int = -1, all_episodic: bool = False) -> None:
+        """The columns of a batch: scalar stores for a few records, else slices or indexing.
 
-        Slices serve when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``: above
-        the high-water mark, never used, so all-zero columns need no write); scalar stores
-        beat fancy indexing for a few reused slots. A slot that holds no record has its
-        ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
+        Scalar stores beat a slice or fancy-indexed write of a short list (one numpy call
+        per column costs about as much as ten scalar stores). Slices serve a larger batch
+        when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``: above the high-water
+        mark, never used, so all-zero columns need no write). A slot that holds no record
+        has its ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
         ``_check``), so they are not written.
         """
         n = len(slot_list)
         layer_counts = self.layer_counts
-        if new.layer.count(_EPISODIC) == n:
+        if all_episodic:
             layer_counts[_EPISODIC] += n
         else:
             layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
                                         minlength=_N_LAYERS)
-        if fresh < 0 and n <= 8:  # scalar stores beat fancy indexing for a few records
-            key, layer, importance, flagged = self.key, self.layer, self.importance, self.flagged
-            created, anchor, tokens = self.created, self.anchor, self.tokens
-            deadline, status, redacted = self.deadline, self.status, self.redacted
-            tagset, alive, revs = self.tagset, self.alive, self.rev
+        if n <= _SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
+            key, layer, importance, created = self.key, self.layer, self.importance, self.created
+            anchor, tokens, deadline = self.anchor, self.tokens, self.deadline
+            alive, revs = self.alive, self.rev
+            if fresh >= 0 and not (any(new.flagged) or any(new.status) or any(new.redacted)
+                                   or any(new.tagset)):  # zeros there already (see _check)
+                for slot, k, code, imp, made, anc, tok, due in zip(
+                        slot_list, new.keys, new.layer, new.importance, new.created,
+                        new.anchor, new.tokens, new.deadline, strict=True):
+                    key[slot] = k
+                    layer[slot] = code
+                    importance[slot] = imp
+                    created[slot] = made
+                    anchor[slot] = anc
+                    tokens[slot] = tok
+                    deadline[slot] = due
+                    alive[slot] = True
+                    revs[slot] = rev
+                    rev += 1
+                return
+            flagged, status, redacted = self.flagged, self.status, self.redacted
+            tagset = self.tagset
             for slot, k, code, imp, flag, made, anc, tok, due, st, red, ts in zip(
                     slot_list, new.keys, new.layer, new.importance, new.flagged, new.created,
                     new.anchor, new.tokens, new.deadline, new.status, new.redacted, new.tagset,
