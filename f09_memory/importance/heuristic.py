@@ -70,19 +70,24 @@ class Vocabulary:
                 self._current, self._cur_sum = set(), 0
         return new / len(words)
 
-    def observe_union(self, words: set[str]) -> bool:
+    def observe_union(self, words: set[str], min_len: int = 1) -> bool:
         """Record the words of several texts at once, if that ends as observing each would.
 
         Observing texts one by one only differs from observing the union of their words
         when a generation fills up on the way; then nothing is recorded and False is
-        returned (the caller observes the texts one by one).
+        returned (the caller observes the texts one by one). Words shorter than
+        ``min_len`` are left out (filtered after the set difference: few are new).
         """
         fresh = words - self._current
+        if fresh and min_len > 1:
+            fresh = set(compress(fresh, map(min_len.__le__, map(len, fresh))))
         if len(self._current) + len(fresh) >= self.max_size // 2:
             return False
         if fresh:
             if self.journal is not None:
-                self.journal[0].append(("vocab.union", self.journal[1], sorted(words)))
+                kept = words if min_len <= 1 else compress(
+                    words, map(min_len.__le__, map(len, words)))
+                self.journal[0].append(("vocab.union", self.journal[1], sorted(kept)))
             self._add(fresh)
         return True
 
@@ -163,8 +168,14 @@ class ImportanceModel:
 
         Runtime complexity: O(total characters), one scan of the joined texts.
         """
-        if len(texts) > 1 and vocabulary.observe_union(self.words_of_all(texts)):
-            return
+        if len(texts) > 1:
+            joined = "\n".join(texts)
+            if joined.isascii():  # words() without its length filter (observe_union's)
+                raw = set(joined.encode().translate(_LOWER_WORDS).decode().split())
+                if vocabulary.observe_union(raw, self._min_len):
+                    return
+            elif vocabulary.observe_union(self.words(joined)):
+                return
         for text in texts:
             vocabulary.observe(self.words(text))
 

@@ -75,6 +75,24 @@ def test_observe_many_ends_as_observing_each_text_in_order() -> None:
         assert one.digest() == many.digest()
 
 
+def test_observe_union_leaves_out_short_words_and_journals_the_kept_ones() -> None:
+    raw = {"an", "ox", "forge", "smith's", "mill"}
+    kept = {w for w in raw if len(w) >= 4}
+    filtered, unfiltered = Vocabulary(64), Vocabulary(64)
+    effects: list[tuple[object, ...]] = []
+    filtered.journal = (effects, "npc")
+    assert filtered.observe_union(raw, 4)
+    assert unfiltered.observe_union(kept)
+    assert unfiltered.get_state() == filtered.get_state()
+    assert unfiltered.digest() == filtered.digest()
+    assert [("vocab.union", "npc", sorted(kept))] == effects
+    assert filtered.observe_union({"an", "ox"}, 4)  # nothing new: nothing journaled
+    assert 1 == len(effects)
+    small = Vocabulary(8)  # a generation of 4: the union would fill it
+    assert not small.observe_union(raw | {"anvil"}, 4)
+    assert [[], []] == small.get_state()
+
+
 def test_words_of_all_is_the_union_of_each_text_words() -> None:
     m = model()
     texts = ["Alpha beta's gamma-delta", "ÉCOLE naïve Σίσυφος", "x\ny zz www 1234"]
