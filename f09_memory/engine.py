@@ -305,7 +305,7 @@ class MemoryEngine(Journaled):
         t = self._time(now)
         item = validate_item(content, layer, importance, tags, metadata, ttl, flagged,
                              source_event, limits)
-        return self._reader.build(*self._writer.ingest_one(agent_id, item, t))
+        return self._writer.ingest_record(agent_id, item, t)
 
     @journaled
     def ingest_many(

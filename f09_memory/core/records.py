@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from f09_memory.errors import RecordNotFoundError
 from f09_memory.schema.base import trusted
-from f09_memory.schema.enums import LAYERS_BY_CODE
+from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import NO_DEADLINE
@@ -31,6 +31,26 @@ __all__ = ["IngestedRecords", "RecordReader"]
 _EMPTY_META = RecordMetadata()
 _METAS_MAX = 4096
 """Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
+
+
+def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importance: float,
+            anchor: int, ttl: int | None, version: str | None, tokens: int, content: str,
+            meta: RecordMetadata, redacted: bool) -> MemoryRecord:
+    return trusted(MemoryRecord, {
+        "id": f"{agent_id}:{key:010d}",
+        "layer": layer,
+        "agent_id": agent_id,
+        "created_at": created,
+        "importance": importance,
+        "recency_anchor": anchor,
+        "ttl": ttl,
+        "embedding_ref": version,
+        "tokens_estimate": tokens,
+        "content": content,
+        "metadata": meta,
+        "redacted": redacted,
+        "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
+    })
 
 
 class RecordReader:
@@ -119,21 +139,30 @@ class RecordReader:
         assert content is not None
         created = am.created.item(slot)
         deadline = am.deadline.item(slot)
-        return trusted(MemoryRecord, {
-            "id": f"{am.agent_id}:{key:010d}",
-            "layer": LAYERS_BY_CODE[am.layer.item(slot)],
-            "agent_id": am.agent_id,
-            "created_at": created,
-            "importance": am.importance.item(slot),
-            "recency_anchor": am.anchor.item(slot),
-            "ttl": None if deadline == NO_DEADLINE else deadline - created,
-            "embedding_ref": version,
-            "tokens_estimate": am.tokens.item(slot),
-            "content": content,
-            "metadata": meta,
-            "redacted": am.redacted.item(slot),
-            "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
-        })
+        return _record(am.agent_id, key, LAYERS_BY_CODE[am.layer.item(slot)], created,
+                       am.importance.item(slot), am.anchor.item(slot),
+                       None if deadline == NO_DEADLINE else deadline - created, version,
+                       am.tokens.item(slot), content, meta, am.redacted.item(slot))
+
+    def built_new(self, am: AgentMemory, slot: int, key: int, layer: MemoryLayer, now: int,
+                  importance: float, ttl: int | None, content: str, tag_id: int,
+                  flagged: bool, redacted: bool) -> MemoryRecord:
+        """:meth:`build` of a record just stored from these values (the single-ingest path).
+
+        The record has no sparse parts and no vector; created and anchor are ``now``. It is
+        built from the values given (equal to the columns: the caller just stored them,
+        and nothing ran since) and cached like :meth:`build`'s.
+        """
+        cache = self._cache.get(am.agent_id)
+        if cache is None or self._cached >= self._capacity:
+            cache = self._agent_cache(am.agent_id)
+        record = _record(am.agent_id, key, layer, now, importance, now, ttl, None,
+                         am.tokens.item(slot), content,
+                         self._metadata(am.tags.get(tag_id), flagged), redacted)
+        if slot not in cache:
+            self._cached += 1
+        cache[slot] = (am.rev.item(slot), record)
+        return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
         """The records in ``slots``, in that order (cached ones are not rebuilt).

@@ -40,6 +40,7 @@ from f09_memory.ingestion.pipeline import (
 from f09_memory.retention.compaction import Compactor
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
+from f09_memory.schema.records import MemoryRecord
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import Removed, content_fingerprint, normalized_content
 
@@ -92,6 +93,7 @@ class Writer:
         # hard bound (-1: always look; an empty tuple of codes: never).
         bound = int(self._hard[2].min()) if codes.shape[0] else np.iinfo(np.int64).max
         self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
+        self._dedup_on = bool(state.config.dedup_window_ms)
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -471,19 +473,19 @@ class Writer:
         return IngestedRecords.deferred(
             self.reader, len(keys), lambda: [f"{agent_id}:{key:010d}" for key in keys])
 
-    def ingest_one(self, agent_id: str, item: PendingRecord,
-                   now: int) -> tuple[AgentMemory, int]:
-        """:meth:`ingest_keys` of one validated item; returns its agent memory and slot.
+    def ingest_record(self, agent_id: str, item: PendingRecord, now: int) -> MemoryRecord:
+        """Store one validated item (capacity checked first) and return its record.
 
         The common item (no metadata, no source event, no dedup window, no embedder) is
-        stored by scalar stores, with no per-batch structure built.
+        stored by scalar stores, with no per-batch structure built; when no event reaches
+        anyone (so no handler ran since), its record is built from the values stored.
         """
         state = self.state
         if item.metadata is not None or item.source_event is not None or (
-                state.config.dedup_window_ms or self.semantic.available):
-            am, (key,) = self.ingest_keys(agent_id, (item,), now)
-            assert am is not None
-            return am, am.slot_of[key]
+                self._dedup_on or self.semantic.available):
+            found, (key,) = self.ingest_keys(agent_id, (item,), now)
+            assert found is not None
+            return self.reader.build(found, found.slot_of[key])
         store = state.store
         am = store.get(agent_id)
         if am is None or am.live >= state.config.max_records_per_agent:
@@ -491,13 +493,18 @@ class Writer:
                 self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
             self.check_capacity(am, agent_id, (item,))
             am = store.get_or_create(agent_id)
+        vocabulary = state.vocabularies.get(agent_id)
+        if vocabulary is None:
+            vocabulary = state.vocabulary(agent_id)
         content, importance, tokens, deadline, tag_id, labels = self.ingestor.build_one(
-            item, now, state.vocabulary(agent_id), store.tags)
+            item, now, vocabulary, store.tags)
         key = am.reserve_key()
-        slot, evicted = am.add_one(key, item.layer.code, importance, item.flagged, now, tokens,
+        layer = item.layer
+        slot, evicted = am.add_one(key, layer.code, importance, item.flagged, now, tokens,
                                    deadline, tag_id, bool(labels), content)
         capped: list[Removed] = []
-        self._hold_caps(am, now, capped, keep=key)
+        if am.live - am.ring.live > self._free_below:
+            self._hold_caps(am, now, capped, keep=key)
         wants = self.bus.wants
         if logger.isEnabledFor(logging.DEBUG) or wants(RecordCreated.name) or (
                 (evicted is not None or capped) and wants(RecordExpired.name)) or (
@@ -510,12 +517,14 @@ class Writer:
                 events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason="retention")
                               for r in capped)
             if self.wants(RecordCreated.name):
-                events.append(RecordCreated(id=am.id_of(key), layer=item.layer.value,
+                events.append(RecordCreated(id=am.id_of(key), layer=layer.value,
                                             agent_id=agent_id, importance=importance))
             if labels and self.wants(RecordRedacted.name):
                 events.append(RecordRedacted(id=am.id_of(key), patterns=labels))
             self.publish(events)
-        return am, slot
+            return self.reader.build(am, slot)  # a handler may have changed the record
+        return self.reader.built_new(am, slot, key, layer, now, importance, item.ttl, content,
+                                     tag_id, item.flagged, bool(labels))
 
     def ingest_keys(self, agent_id: str, pending: Sequence[PendingRecord],
                     now: int) -> tuple[AgentMemory | None, list[int]]:

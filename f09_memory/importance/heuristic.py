@@ -70,6 +70,27 @@ class Vocabulary:
                 self._current, self._cur_sum = set(), 0
         return new / len(words)
 
+    def observe_words(self, words: set[str], min_len: int = 1) -> None:
+        """:meth:`observe` without computing the novelty share.
+
+        Words shorter than ``min_len`` are left out (filtered after the set difference:
+        few words are new).
+        """
+        fresh = words - self._current
+        if fresh and min_len > 1:
+            fresh = set(compress(fresh, map(min_len.__le__, map(len, fresh))))
+        if self.journal is not None:
+            kept = words if min_len <= 1 else set(compress(
+                words, map(min_len.__le__, map(len, words))))
+            if kept:
+                self.journal[0].append(("vocab.observe", self.journal[1], sorted(kept)))
+        if fresh:
+            cur = self._current
+            self._add(fresh)
+            if len(cur) >= self.max_size // 2:
+                self._previous, self._prev_sum = cur, self._cur_sum
+                self._current, self._cur_sum = set(), 0
+
     def observe_union(self, words: set[str], min_len: int = 1) -> bool:
         """Record the words of several texts at once, if that ends as observing each would.
 
@@ -161,7 +182,11 @@ class ImportanceModel:
 
     def observe(self, text: str, vocabulary: Vocabulary) -> None:
         """Update ``vocabulary`` with ``text`` without scoring (caller gave the importance)."""
-        vocabulary.observe(self.words(text))
+        if text.isascii():  # words() without its length filter (observe_words')
+            vocabulary.observe_words(
+                set(text.encode().translate(_LOWER_WORDS).decode().split()), self._min_len)
+        else:
+            vocabulary.observe(self.words(text))
 
     def observe_many(self, texts: Sequence[str], vocabulary: Vocabulary) -> None:
         """:meth:`observe` of each text in order (one pass over the batch when possible).
@@ -177,7 +202,7 @@ class ImportanceModel:
             elif vocabulary.observe_union(self.words(joined)):
                 return
         for text in texts:
-            vocabulary.observe(self.words(text))
+            self.observe(text, vocabulary)
 
     def words_of_all(self, texts: Sequence[str]) -> set[str]:
         """The union of :meth:`words` over ``texts``.

@@ -108,3 +108,21 @@ def test_words_are_the_regex_runs_of_the_lowered_text(text: str, min_len: int) -
     settings = MemoryConfig().importance.model_copy(update={"novelty_min_word_len": min_len})
     m = ImportanceModel(settings)
     assert set(re.findall(rf"[a-z0-9']{{{min_len},}}", text.lower())) == m.words(text)
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(ALPHABET), max_size=30), max_size=8),
+       st.integers(1, 5), st.sampled_from([8, 16, 4096]))
+def test_observe_ends_as_observing_the_words_of_the_text(texts: list[str], min_len: int,
+                                                         size: int) -> None:
+    settings = MemoryConfig().importance.model_copy(update={"novelty_min_word_len": min_len})
+    m = ImportanceModel(settings)
+    fast, plain = Vocabulary(size), Vocabulary(size)
+    fast_effects: list[tuple[object, ...]] = []
+    plain_effects: list[tuple[object, ...]] = []
+    fast.journal, plain.journal = (fast_effects, "npc"), (plain_effects, "npc")
+    for text in texts:
+        m.observe(text, fast)
+        plain.observe(m.words(text))
+    assert plain.get_state() == fast.get_state()
+    assert plain.digest() == fast.digest()
+    assert plain_effects == fast_effects
