@@ -48,6 +48,7 @@ __all__ = ["Writer", "reinforced"]
 
 logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
+_CREATED, _EXPIRED, _REDACTED = RecordCreated.name, RecordExpired.name, RecordRedacted.name
 _TAGS = {"memory:record:created": "[MEM][CREATE]", "memory:record:redacted": "[MEM][REDACT]",
          "memory:record:expired": "[MEM][EXPIRE]"}
 
@@ -94,6 +95,7 @@ class Writer:
         bound = int(self._hard[2].min()) if codes.shape[0] else np.iinfo(np.int64).max
         self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
         self._dedup_on = bool(state.config.dedup_window_ms)
+        self._limit = state.config.max_records_per_agent
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -481,14 +483,14 @@ class Writer:
         anyone (so no handler ran since), its record is built from the values stored.
         """
         state = self.state
-        if item.metadata is not None or item.source_event is not None or (
-                self._dedup_on or self.semantic.available):
+        if item.metadata is not None or item.source_event is not None or self._dedup_on or (
+                self.semantic.provider is not None and self.semantic.available):
             found, (key,) = self.ingest_keys(agent_id, (item,), now)
             assert found is not None
             return self.reader.build(found, found.slot_of[key])
         store = state.store
         am = store.get(agent_id)
-        if am is None or am.live >= state.config.max_records_per_agent:
+        if am is None or len(am.slot_of) >= self._limit:
             if am is None:
                 self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
             self.check_capacity(am, agent_id, (item,))
@@ -503,12 +505,11 @@ class Writer:
         slot, evicted = am.add_one(key, layer.code, importance, item.flagged, now, tokens,
                                    deadline, tag_id, bool(labels), content)
         capped: list[Removed] = []
-        if am.live - am.ring.live > self._free_below:
+        if len(am.slot_of) - am.ring.live > self._free_below:
             self._hold_caps(am, now, capped, keep=key)
         wants = self.bus.wants
-        if logger.isEnabledFor(logging.DEBUG) or wants(RecordCreated.name) or (
-                (evicted is not None or capped) and wants(RecordExpired.name)) or (
-                labels and wants(RecordRedacted.name)):
+        if wants(_CREATED) or ((evicted is not None or capped) and wants(_EXPIRED)) or (
+                labels and wants(_REDACTED)) or logger.isEnabledFor(logging.DEBUG):
             events: list[Any] = []
             if evicted is not None and self.wants(RecordExpired.name):
                 events.append(RecordExpired(id=evicted.id, layer=evicted.layer.value,

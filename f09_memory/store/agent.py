@@ -503,18 +503,26 @@ class AgentMemory:
     def remove(self, key: int) -> Removed:
         """Remove the live record ``key``. Runtime complexity: O(1) amortized."""
         slot = self.slot_of.pop(key)
-        extra = self.extras.pop(key, None)
-        self.source_event.pop(key, None)
-        if extra is not None:
-            claim = extra.attributes.get("claimKey")
-            if isinstance(claim, str) and self.claims.get(claim) == key:
-                del self.claims[claim]
+        if self.extras:
+            extra = self.extras.pop(key, None)
+            if extra is not None:
+                claim = extra.attributes.get("claimKey")
+                if isinstance(claim, str) and self.claims.get(claim) == key:
+                    del self.claims[claim]
+        if self.source_event:
+            self.source_event.pop(key, None)
         code = self.layer.item(slot)
         if code == _EPISODIC:
             self.ring.discard(key)
         if self.dedup is not None:
             self._forget_fingerprint(slot, key)
-        self._unhash(slot)
+        if self.hashed.item(slot):  # _unhash, inline: every removal passes here
+            value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
+            self.digest_sum = (self.digest_sum - value) & MASK128
+            self.hashed[slot] = False
+        self.rev[slot] = self.next_rev
+        self.next_rev += 1
+        self.dirty = True
         self.alive[slot] = False
         if self.embedded.item(slot):
             self.embedded[slot] = False
