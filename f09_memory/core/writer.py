@@ -560,15 +560,19 @@ class Writer:
             raise InputInvalidError("items must be a list of mappings, each with 'agent_id' "
                                     "and 'content'", details={"field": "items"})
         groups: dict[str, list[PendingRecord]] = {}
-        positions: dict[str, list[int]] = {}
-        n = 0
+        owners: list[str] = []  # each item's agent, in input order
+        find = groups.get
+        own = owners.append
         limits = self.ingestor.limits
+        agent_id: str
         for i, raw in enumerate(items):
-            n += 1
             pending = simple_pending(raw, True, limits)
-            agent_id = raw.get("agent_id") if pending is not None else None
-            if pending is None or type(agent_id) is not str or not agent_id or (
-                    len(agent_id) > limits.agent_id) or not agent_id.isascii():
+            if pending is not None:  # a plain dict: only its agent id is left to check
+                agent_id = raw.get("agent_id")
+                if type(agent_id) is not str or not 0 < len(agent_id) <= limits.agent_id or (
+                        not agent_id.isascii()):  # other text: the full check (surrogates)
+                    pending = None
+            if pending is None:
                 try:
                     if not isinstance(raw, Mapping):
                         raise InputInvalidError(
@@ -579,33 +583,37 @@ class Writer:
                     pending = validate_mapping(body, limits)
                 except MemoryEngineError as exc:
                     raise _indexed(exc, i) from None
-            group = groups.get(agent_id)
+            group = find(agent_id)
             if group is None:
-                group = groups[agent_id] = []
-                positions[agent_id] = []
-            group.append(pending)
-            positions[agent_id].append(i)
+                groups[agent_id] = [pending]
+            else:
+                group.append(pending)
+            own(agent_id)
+        n = len(owners)
         store = self.state.store
-        limit = self.state.config.max_records_per_agent
+        limit = self._limit
         order = sorted(groups)
-        existing = [store.get(agent_id) for agent_id in order]
-        for agent_id, found in zip(order, existing, strict=True):
-            if found is None or found.live + len(groups[agent_id]) > limit:
+        pairs: list[tuple[AgentMemory, list[PendingRecord]]] = []
+        missing = False
+        for agent_id in order:
+            found = store.get(agent_id)
+            group = groups[agent_id]
+            if found is None or len(found.slot_of) + len(group) > limit:
                 if found is None:
                     self.ingestor.redactor.refuse_private(agent_id, field="agent_id")
-                self.check_capacity(found, agent_id, groups[agent_id])
-        ams = [store.get_or_create(agent_id) if found is None else found
-               for agent_id, found in zip(order, existing, strict=True)]
+                self.check_capacity(found, agent_id, group)
+                missing = missing or found is None
+            pairs.append((found, group))  # type: ignore[arg-type]  # created below
+        if missing:  # every agent passed the checks: create the new ones
+            pairs = [(store.get_or_create(agent_id), group) if found is None else (found, group)
+                     for agent_id, (found, group) in zip(order, pairs, strict=True)]
         events: list[Any] = []
-        stored = self.store_groups([(am, groups[am.agent_id]) for am in ams], now, events)
+        stored = self.store_groups(pairs, now, events)
         self.publish(events)
 
         def make_ids() -> list[str]:
-            ids: list[str] = [""] * n
-            for agent_id, keys in zip(order, stored, strict=True):
-                for i, key in zip(positions[agent_id], keys, strict=True):
-                    ids[i] = f"{agent_id}:{key:010d}"
-            return ids
+            keys_of = {agent_id: iter(keys) for agent_id, keys in zip(order, stored, strict=True)}
+            return [f"{agent_id}:{next(keys_of[agent_id]):010d}" for agent_id in owners]
 
         return IngestedRecords.deferred(self.reader, n, make_ids)
 

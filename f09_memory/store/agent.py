@@ -53,6 +53,10 @@ _new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
 _N_LAYERS = len(LAYERS_BY_CODE)
 _SCALAR_MAX = 8
 """Most records a batch stores by scalar stores (more: one numpy write per column)."""
+_VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline", "status",
+           "redacted", "tagset", "alive", "rev")
+"""Columns also reachable as memoryviews for scalar stores (``tokens`` is not: a host's
+token counter may return any number, which numpy converts)."""
 
 
 class AgentMemory:
@@ -134,6 +138,9 @@ class AgentMemory:
             new = np.zeros(capacity, dtype=old.dtype)
             new[: old.shape[0]] = old
             setattr(self, name, new)
+        # Memoryviews of the _VIEWED columns, rebuilt with them: a scalar store through one
+        # costs about half a numpy scalar store.
+        self._views: tuple[Any, ...] = tuple(memoryview(getattr(self, name)) for name in _VIEWED)
         self.content.extend([None] * (capacity - self.capacity))
         if self.vectors is not None:
             grown = np.zeros((capacity, self.vectors.shape[1]), dtype=self.vectors.dtype)
@@ -360,19 +367,21 @@ class AgentMemory:
             slot = self.hi
             self.ensure_capacity(slot + 1)
             self.hi = slot + 1
-        self.key[slot] = key
-        self.layer[slot] = layer
-        self.importance[slot] = importance
-        self.flagged[slot] = flagged
-        self.created[slot] = now
-        self.anchor[slot] = now
+        key_, layer_, importance_, flagged_, created_, anchor_, deadline_, status_, \
+            redacted_, tagset_, alive_, rev_ = self._views
+        key_[slot] = key
+        layer_[slot] = layer
+        importance_[slot] = importance
+        flagged_[slot] = flagged
+        created_[slot] = now
+        anchor_[slot] = now
         self.tokens[slot] = tokens
-        self.deadline[slot] = deadline
-        self.status[slot] = 0
-        self.redacted[slot] = redacted
-        self.tagset[slot] = tagset
-        self.alive[slot] = True  # embedded and hashed are clear in a free slot
-        self.rev[slot] = self.next_rev
+        deadline_[slot] = deadline
+        status_[slot] = 0
+        redacted_[slot] = redacted
+        tagset_[slot] = tagset
+        alive_[slot] = True  # embedded and hashed are clear in a free slot
+        rev_[slot] = self.next_rev
         self.next_rev += 1
         self.layer_counts[layer] += 1
         self.dirty = True
@@ -390,19 +399,21 @@ class AgentMemory:
 
     def _store_one(self, slot: int, new: NewRecords, rev: int) -> None:
         """The columns of a one-record batch: plain scalar stores (the single-ingest path)."""
-        self.key[slot] = new.keys[0]
-        self.layer[slot] = code = new.layer[0]
-        self.importance[slot] = new.importance[0]
-        self.flagged[slot] = new.flagged[0]
-        self.created[slot] = new.created[0]
-        self.anchor[slot] = new.anchor[0]
+        key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
+            tagset, alive, revs = self._views
+        key[slot] = new.keys[0]
+        layer[slot] = code = new.layer[0]
+        importance[slot] = new.importance[0]
+        flagged[slot] = new.flagged[0]
+        created[slot] = new.created[0]
+        anchor[slot] = new.anchor[0]
         self.tokens[slot] = new.tokens[0]
-        self.deadline[slot] = new.deadline[0]
-        self.status[slot] = new.status[0]
-        self.redacted[slot] = new.redacted[0]
-        self.tagset[slot] = new.tagset[0]
-        self.alive[slot] = True  # embedded and hashed are clear in a free slot
-        self.rev[slot] = rev
+        deadline[slot] = new.deadline[0]
+        status[slot] = new.status[0]
+        redacted[slot] = new.redacted[0]
+        tagset[slot] = new.tagset[0]
+        alive[slot] = True  # embedded and hashed are clear in a free slot
+        revs[slot] = rev
         self.layer_counts[code] += 1
 
     def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
@@ -424,9 +435,9 @@ class AgentMemory:
             layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
                                         minlength=_N_LAYERS)
         if n <= _SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
-            key, layer, importance, created = self.key, self.layer, self.importance, self.created
-            anchor, tokens, deadline = self.anchor, self.tokens, self.deadline
-            alive, revs = self.alive, self.rev
+            key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
+                tagset, alive, revs = self._views
+            tokens = self.tokens
             if fresh >= 0 and not (any(new.flagged) or any(new.status) or any(new.redacted)
                                    or any(new.tagset)):  # zeros there already (see _check)
                 for slot, k, code, imp, made, anc, tok, due in zip(
@@ -443,8 +454,6 @@ class AgentMemory:
                     revs[slot] = rev
                     rev += 1
                 return
-            flagged, status, redacted = self.flagged, self.status, self.redacted
-            tagset = self.tagset
             for slot, k, code, imp, flag, made, anc, tok, due, st, red, ts in zip(
                     slot_list, new.keys, new.layer, new.importance, new.flagged, new.created,
                     new.anchor, new.tokens, new.deadline, new.status, new.redacted, new.tagset,
