@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.errors import RecordNotFoundError
-from f09_memory.schema.base import trusted
+from f09_memory.schema.base import trusted, trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.store.agent import AgentMemory
@@ -33,10 +33,13 @@ _METAS_MAX = 4096
 """Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
 
 
+_new_record = trusted_factory(MemoryRecord)
+
+
 def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importance: float,
             anchor: int, ttl: int | None, version: str | None, tokens: int, content: str,
             meta: RecordMetadata, redacted: bool) -> MemoryRecord:
-    return trusted(MemoryRecord, {
+    return _new_record({
         "id": f"{agent_id}:{key:010d}",
         "layer": layer,
         "agent_id": agent_id,
@@ -153,12 +156,26 @@ class RecordReader:
         built from the values given (equal to the columns: the caller just stored them,
         and nothing ran since) and cached like :meth:`build`'s.
         """
-        cache = self._cache.get(am.agent_id)
+        agent_id = am.agent_id
+        cache = self._cache.get(agent_id)
         if cache is None or self._cached >= self._capacity:
-            cache = self._agent_cache(am.agent_id)
-        record = _record(am.agent_id, key, layer, now, importance, now, ttl, None,
-                         am.tokens.item(slot), content,
-                         self._metadata(am.tags.get(tag_id), flagged), redacted)
+            cache = self._agent_cache(agent_id)
+        record = _new_record({
+            "id": f"{agent_id}:{key:010d}",
+            "layer": layer,
+            "agent_id": agent_id,
+            "created_at": now,
+            "importance": importance,
+            "recency_anchor": now,
+            "ttl": ttl,
+            "embedding_ref": None,
+            "tokens_estimate": am.tokens.item(slot),
+            "content": content,
+            "metadata": self._metadata(am.tags.get(tag_id), flagged) if tag_id or flagged
+            else _EMPTY_META,
+            "redacted": redacted,
+            "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
+        })
         if slot not in cache:
             self._cached += 1
         cache[slot] = (am.rev.item(slot), record)

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from f09_memory import MemoryEngine, PressureState, RetrievalRequest
+from f09_memory import MemoryConfig, MemoryEngine, PressureState, RetrievalRequest
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.testing import ScriptedPressure, capture_events
 
@@ -245,3 +245,32 @@ def test_state_hash_changes_with_state_and_not_with_reads(engine: MemoryEngine) 
     engine.retrieve(RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=10), now=0)
     engine.get("a:0000000000")
     assert h0 != h1 == engine.state_hash()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"importance": 0.5, "tags": ["t", "u"]},
+    {},
+    {"layer": "semantic", "ttl": 50, "flagged": True},
+    {"tags": ["mail a@b.co", "t"], "importance": 1},
+])
+def test_a_single_ingest_returns_the_record_the_columns_hold(kwargs: dict[str, Any]) -> None:
+    engine = MemoryEngine(MemoryConfig(episodic_max=2), embedder=None)  # the ring overflows
+    for now in range(4):
+        rec = engine.ingest("npc", f"Met bob@example.com at gate {now}", now=now, **kwargs)
+        assert rec is engine.get(rec.id)
+        engine._reader.clear()
+        rebuilt = engine.get(rec.id)
+        assert rebuilt == rec
+        assert [type(v) for v in rebuilt.__dict__.values()] == [
+            type(v) for v in rec.__dict__.values()]
+        assert rebuilt.model_fields_set == rec.model_fields_set
+    engine._check()
+
+
+def test_a_single_ingest_returns_the_record_as_its_handlers_left_it() -> None:
+    engine = MemoryEngine(embedder=None)
+    engine.bus.subscribe("memory:record:created",
+                         lambda e: engine.update(e.id, importance=0.9))
+    rec = engine.ingest("npc", "The gate was left open", importance=0.2, now=1)
+    assert 0.9 == rec.importance
+    assert rec is engine.get(rec.id)

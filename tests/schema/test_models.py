@@ -5,7 +5,7 @@ import pytest
 from f09_memory import MemoryRecord, RetrievalRequest, SummarizationTask
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.schema import MemoryLayer, Purpose, RecordMetadata, RetrievedBundle, Strategy
-from f09_memory.schema.base import trusted
+from f09_memory.schema.base import trusted, trusted_factory
 
 
 def record(**over: object) -> MemoryRecord:
@@ -103,6 +103,10 @@ def test_trusted_construction_equals_validated_model() -> None:
     assert rec == trusted(MemoryRecord, dict(rec.__dict__))
     meta = RecordMetadata(tags=("a",))
     assert meta == trusted(RecordMetadata, dict(meta.__dict__))
+    made = trusted_factory(MemoryRecord)(dict(rec.__dict__))
+    assert rec == made
+    assert rec.model_fields_set == made.model_fields_set
+    assert rec.model_dump() == made.model_dump()
 
 
 def test_layer_codes_are_dense_and_stable() -> None:
