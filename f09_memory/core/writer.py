@@ -31,7 +31,9 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.pipeline import (
     Ingestor,
+    ItemLimits,
     PendingRecord,
+    simple_batch,
     simple_pending,
     validate_agent_id,
     validate_item,
@@ -545,25 +547,17 @@ class Writer:
         self.publish(events)
         return am, keys
 
-    def ingest_batch(self, items: object, now: int) -> IngestedRecords:
-        """Store a whole frame of items, each naming its agent, all or nothing.
-
-        Items are grouped by agent (first-appearance order kept within an agent); agents are
-        stored in sorted id order, so the result does not depend on how the host interleaved
-        them, and the returned records are in input order.
+    @staticmethod
+    def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
+                     limits: ItemLimits) -> list[str]:
+        """Validate ``ingest_batch`` items one by one into ``groups``; return their agents.
 
         Raises:
             InputInvalidError: A malformed item (the message gives its index).
-            CapacityExceededError: An agent would pass ``max_records_per_agent``.
         """
-        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-            raise InputInvalidError("items must be a list of mappings, each with 'agent_id' "
-                                    "and 'content'", details={"field": "items"})
-        groups: dict[str, list[PendingRecord]] = {}
         owners: list[str] = []  # each item's agent, in input order
         find = groups.get
         own = owners.append
-        limits = self.ingestor.limits
         agent_id: str
         for i, raw in enumerate(items):
             pending = simple_pending(raw, True, limits)
@@ -589,6 +583,36 @@ class Writer:
             else:
                 group.append(pending)
             own(agent_id)
+        return owners
+
+    def ingest_batch(self, items: object, now: int) -> IngestedRecords:
+        """Store a whole frame of items, each naming its agent, all or nothing.
+
+        Items are grouped by agent (first-appearance order kept within an agent); agents are
+        stored in sorted id order, so the result does not depend on how the host interleaved
+        them, and the returned records are in input order.
+
+        Raises:
+            InputInvalidError: A malformed item (the message gives its index).
+            CapacityExceededError: An agent would pass ``max_records_per_agent``.
+        """
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InputInvalidError("items must be a list of mappings, each with 'agent_id' "
+                                    "and 'content'", details={"field": "items"})
+        groups: dict[str, list[PendingRecord]] = {}
+        find = groups.get
+        limits = self.ingestor.limits
+        frame = simple_batch(items, limits)
+        if frame is not None:  # every item plain and valid: group them
+            owners, pendings = frame
+            for agent_id, pending in zip(owners, pendings, strict=True):
+                group = find(agent_id)
+                if group is None:
+                    groups[agent_id] = [pending]
+                else:
+                    group.append(pending)
+        else:
+            owners = self._group_items(items, groups, limits)
         n = len(owners)
         store = self.state.store
         limit = self._limit

@@ -3,9 +3,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from f09_memory.errors import MemoryEngineError
-from f09_memory.ingestion.pipeline import simple_pending, validate_mapping
+from f09_memory.ingestion.pipeline import (
+    DEFAULT_LIMITS,
+    ItemLimits,
+    simple_batch,
+    simple_pending,
+    validate_agent_id,
+    validate_mapping,
+)
 from f09_memory.schema.enums import MemoryLayer
 
 ITEMS: list[Any] = [
@@ -58,3 +67,88 @@ def test_simple_pending_of_a_batch_item_ignores_its_agent_id() -> None:
     item = {"agent_id": "npc", "content": "x", "importance": 0.25}
     assert simple_pending(item) is None
     assert validate_mapping({"content": "x", "importance": 0.25}) == simple_pending(item, True)
+
+
+SMALL = ItemLimits(content=16, agent_id=8, tag=4, tags=2, source_event=8, attribute=8,
+                   attributes=2)
+"""A non-default limits config: the frame's checks must read the limits they are given."""
+
+
+def _one_by_one(items: list[Any], limits: ItemLimits) -> tuple[list[str], list[Any]] | None:
+    """``ingest_batch``'s item-by-item fast path: simple_pending, then the agent id's check."""
+    agents, pending = [], []
+    for raw in items:
+        found = simple_pending(raw, True, limits)
+        agent_id = raw.get("agent_id") if found is not None else None
+        if found is None or type(agent_id) is not str or not (
+                0 < len(agent_id) <= limits.agent_id) or not agent_id.isascii():
+            return None
+        agents.append(agent_id)
+        pending.append(found)
+    return agents, pending
+
+
+def _full(items: list[Any], limits: ItemLimits) -> tuple[list[str], list[Any]] | None:
+    """The full validation of each item (its agent id, then the rest); None if one fails."""
+    agents, pending = [], []
+    for raw in items:
+        body = dict(raw)
+        try:
+            agents.append(validate_agent_id(body.pop("agent_id", None), limits.agent_id))
+            pending.append(validate_mapping(body, limits))
+        except MemoryEngineError:
+            return None
+    return agents, pending
+
+
+AGENT_IDS = ["npc-1", "npc-2", "n" * 8, "n" * 9, "", "x" * 256, "x" * 257, 7, None,
+             "bob@example.com", "\u00e9mile", "npc\ud800", "\udc80", "\u00df" * 8]
+"""Valid, empty, at and past either limit, not a string, private-looking (refused only for a
+new agent in redaction mode, by the writer), non-ASCII, lone surrogates."""
+CONTENTS = ["saw the smith", "c" * 16, "c" * 17, "y" * 65_536, "y" * 65_537, "", " \t",
+            "\u2003", "caf\u00e9 au lait", "bad \ud800 text", "\udfff", None, 3, b"bytes"]
+FRAME_ITEMS = st.fixed_dictionaries(
+    {"agent_id": st.sampled_from(AGENT_IDS)},
+    optional={
+        "content": st.sampled_from(CONTENTS),
+        "importance": st.sampled_from([0.0, 0.5, 1.0, -0.0, 1.5, float("nan"), None, 1,
+                                       True, float("inf")]),
+        "tags": st.just(["t"]),
+    },
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(FRAME_ITEMS, max_size=5), st.sampled_from([DEFAULT_LIMITS, SMALL]))
+def test_simple_batch_agrees_with_the_item_by_item_checks(items: list[Any],
+                                                          limits: ItemLimits) -> None:
+    fast = simple_batch(items, limits)
+    slow = _one_by_one(items, limits)
+    assert fast is None or fast == slow
+    if fast is not None:  # what the frame accepts, the full validation accepts, equal
+        assert fast == _full(items, limits)
+    if slow is not None and items and all(set(item) <= {"agent_id", "content", "importance"}
+                                          for item in items):
+        assert fast == slow  # a frame of the plain shape takes the fast path
+
+
+def test_simple_batch_sends_other_text_and_oversized_fields_to_the_full_validation() -> None:
+    plain = {"agent_id": "npc", "content": "x"}
+    assert simple_batch([plain], SMALL) is not None
+    for item in ({**plain, "agent_id": "\u00e9mile"}, {**plain, "agent_id": "npc\ud800"},
+                 {**plain, "content": "caf\u00e9"}, {**plain, "content": "x\udc80"},
+                 {**plain, "agent_id": "n" * 9}, {**plain, "content": "c" * 17}):
+        assert simple_batch([plain, item], SMALL) is None
+    assert simple_batch([{**plain, "agent_id": "n" * 9}]) is not None  # default limits
+    assert simple_batch([{**plain, "content": "c" * 17}]) is not None
+
+
+def test_simple_batch_takes_only_a_non_empty_list_of_plain_dicts() -> None:
+    item = {"agent_id": "npc", "content": "x", "importance": 0.25}
+    assert (["npc"], [simple_pending(item, True)]) == simple_batch([item])
+    assert simple_batch((item,)) is None
+    assert simple_batch(iter([item])) is None
+    assert simple_batch([]) is None
+    assert simple_batch([item, {"agent_id": "npc", "content": "x", "layer": "semantic"}]) is None
+    assert simple_batch([item, ["not", "a", "mapping"]]) is None
+    assert simple_batch([{"content": "x", "importance": 0.25}]) is None
