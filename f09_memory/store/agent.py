@@ -89,6 +89,7 @@ class AgentMemory:
         self.source_event: dict[int, str] = {}
         self.extras: dict[int, RecordExtra] = {}
         self.layer_counts = np.zeros(_N_LAYERS, dtype=np.int64)
+        self._counts: Any = self.layer_counts.data  # a memoryview, for scalar updates
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.claims: dict[str, int] = {}
         """Active claim key (``claimKey`` attribute) -> record key."""
@@ -383,7 +384,7 @@ class AgentMemory:
         alive_[slot] = True  # embedded and hashed are clear in a free slot
         rev_[slot] = self.next_rev
         self.next_rev += 1
-        self.layer_counts[layer] += 1
+        self._counts[layer] += 1
         self.dirty = True
         self.content[slot] = content
         self.slot_of[key] = slot
@@ -414,7 +415,7 @@ class AgentMemory:
         tagset[slot] = new.tagset[0]
         alive[slot] = True  # embedded and hashed are clear in a free slot
         revs[slot] = rev
-        self.layer_counts[code] += 1
+        self._counts[code] += 1
 
     def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
                        fresh: int = -1, all_episodic: bool = False) -> None:
@@ -428,12 +429,11 @@ class AgentMemory:
         ``_check``), so they are not written.
         """
         n = len(slot_list)
-        layer_counts = self.layer_counts
         if all_episodic:
-            layer_counts[_EPISODIC] += n
+            self._counts[_EPISODIC] += n
         else:
-            layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
-                                        minlength=_N_LAYERS)
+            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
+                                             minlength=_N_LAYERS)
         if n <= _SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
             key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
                 tagset, alive, revs = self._views
@@ -542,7 +542,7 @@ class AgentMemory:
                 if index is not None:
                     index.remove(gone)
         self.content[slot] = None
-        self.layer_counts[code] -= 1
+        self._counts[code] -= 1
         self.free.append(slot)
         removed: Removed = _new_tuple(Removed, (self.agent_id, LAYERS_BY_CODE[code], key))
         return removed
