@@ -202,11 +202,13 @@ class Writer:
             built = self.ingestor.build_groups(
                 [(items, am.reserve_keys(len(items)), vocabulary(am.agent_id))
                  for am, items in groups], now, tags, anchor)
+            free_below = self._free_below
             for (am, _), (new, labels) in zip(groups, built, strict=True):
                 results.append(new.keys)
                 slots, evicted = am.add_batch(new)
                 capped: list[Removed] = []
-                self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
+                if len(am.slot_of) - am.ring.live > free_below:  # near a cap (see _hold_caps)
+                    self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         report_updated = window and self.wants(RecordUpdated.name)
         for am, items in groups if window else ():  # dedup reads the store: group by group
@@ -284,7 +286,7 @@ class Writer:
         O(n) numpy selection per ``slack`` ingests. ``keep`` (a single ingest's new key) is
         never the one evicted.
         """
-        if am.live - am.ring.live <= self._free_below:  # the common case: far below
+        if len(am.slot_of) - am.ring.live <= self._free_below:  # the common case: far below
             return
         codes, caps, hard = self._hard
         counts = am.layer_counts[codes]
