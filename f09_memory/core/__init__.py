@@ -1,7 +1,8 @@
 """Core: the engine's explicit state and the services that change it.
 
 Modules: ``state`` (EngineState: store, clock, pressure, cursors, vocabularies), ``writer``
-(Writer: the write path, crowd batches, update, forget, ingest dedup), ``claims``
+(Writer: the write path, crowd batches, update, forget, ingest dedup), ``frames``
+(group_frame: an ``ingest_batch`` frame validated and grouped by agent), ``claims``
 (ingest_claim: reinforcement, supersession, quarantine), ``records`` (RecordReader,
 IngestedRecords: records built at the boundary), ``digest`` (the incremental state hash).
 """

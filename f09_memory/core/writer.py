@@ -21,6 +21,7 @@ from f09_memory.bus import (
     RecordRedacted,
     RecordUpdated,
 )
+from f09_memory.core.frames import group_frame, indexed
 from f09_memory.core.records import IngestedRecords, RecordReader
 from f09_memory.core.state import EngineState
 from f09_memory.errors import (
@@ -31,9 +32,7 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.pipeline import (
     Ingestor,
-    ItemLimits,
     PendingRecord,
-    simple_batch,
     simple_pending,
     validate_agent_id,
     validate_item,
@@ -53,13 +52,6 @@ _EPISODIC = MemoryLayer.EPISODIC
 _CREATED, _EXPIRED, _REDACTED = RecordCreated.name, RecordExpired.name, RecordRedacted.name
 _TAGS = {"memory:record:created": "[MEM][CREATE]", "memory:record:redacted": "[MEM][REDACT]",
          "memory:record:expired": "[MEM][EXPIRE]"}
-
-
-def _indexed(exc: MemoryEngineError, i: int) -> MemoryEngineError:
-    exc.details["index"] = i
-    exc.message = f"item {i}: {exc.message}"
-    exc.args = (exc.message,)
-    return exc
 
 
 def reinforced(importance: float, step: float) -> float:
@@ -156,7 +148,7 @@ class Writer:
                 try:
                     item = validate_mapping(raw, limits)
                 except MemoryEngineError as exc:
-                    raise _indexed(exc, i) from None
+                    raise indexed(exc, i) from None
             append(item)
         return pending
 
@@ -549,44 +541,6 @@ class Writer:
         self.publish(events)
         return am, keys
 
-    @staticmethod
-    def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
-                     limits: ItemLimits) -> list[str]:
-        """Validate ``ingest_batch`` items one by one into ``groups``; return their agents.
-
-        Raises:
-            InputInvalidError: A malformed item (the message gives its index).
-        """
-        owners: list[str] = []  # each item's agent, in input order
-        find = groups.get
-        own = owners.append
-        agent_id: str
-        for i, raw in enumerate(items):
-            pending = simple_pending(raw, True, limits)
-            if pending is not None:  # a plain dict: only its agent id is left to check
-                agent_id = raw.get("agent_id")
-                if type(agent_id) is not str or not 0 < len(agent_id) <= limits.agent_id or (
-                        not agent_id.isascii()):  # other text: the full check (surrogates)
-                    pending = None
-            if pending is None:
-                try:
-                    if not isinstance(raw, Mapping):
-                        raise InputInvalidError(
-                            "item must be a mapping with 'agent_id' and 'content'",
-                            details={"field": "item"})
-                    body = dict(raw)
-                    agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
-                    pending = validate_mapping(body, limits)
-                except MemoryEngineError as exc:
-                    raise _indexed(exc, i) from None
-            group = find(agent_id)
-            if group is None:
-                groups[agent_id] = [pending]
-            else:
-                group.append(pending)
-            own(agent_id)
-        return owners
-
     def ingest_batch(self, items: object, now: int) -> IngestedRecords:
         """Store a whole frame of items, each naming its agent, all or nothing.
 
@@ -601,20 +555,7 @@ class Writer:
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputInvalidError("items must be a list of mappings, each with 'agent_id' "
                                     "and 'content'", details={"field": "items"})
-        groups: dict[str, list[PendingRecord]] = {}
-        find = groups.get
-        limits = self.ingestor.limits
-        frame = simple_batch(items, limits)
-        if frame is not None:  # every item plain and valid: group them
-            owners, pendings = frame
-            for agent_id, pending in zip(owners, pendings, strict=True):
-                group = find(agent_id)
-                if group is None:
-                    groups[agent_id] = [pending]
-                else:
-                    group.append(pending)
-        else:
-            owners = self._group_items(items, groups, limits)
+        groups, owners = group_frame(items, self.ingestor.limits)
         n = len(owners)
         store = self.state.store
         limit = self._limit

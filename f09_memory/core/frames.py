@@ -1,0 +1,102 @@
+"""Frames: the items of one ``ingest_batch`` call, validated and grouped by agent.
+
+A frame of plain items (each a dict of ``agent_id``, ``content`` and optionally
+``importance``, ASCII text within the limits) is checked column by column
+(:func:`~f09_memory.ingestion.pipeline.simple_batch`, C-level passes over the frame); any
+other frame is checked item by item, the first bad item raising with its index. Both apply
+the same checks (the engine's size limits, valid text) and give the same groups. Whether a
+new agent id may be created (capacity, private data) is the writer's check, after grouping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.ingestion.pipeline import (
+    ItemLimits,
+    PendingRecord,
+    simple_batch,
+    simple_pending,
+    validate_agent_id,
+    validate_mapping,
+)
+
+__all__ = ["group_frame", "indexed"]
+
+
+def indexed(exc: MemoryEngineError, i: int) -> MemoryEngineError:
+    """``exc`` about the ``i``-th item of a list: its message and details name the index."""
+    exc.details["index"] = i
+    exc.message = f"item {i}: {exc.message}"
+    exc.args = (exc.message,)
+    return exc
+
+
+def group_frame(items: Iterable[Any],
+                limits: ItemLimits) -> tuple[dict[str, list[PendingRecord]], list[str]]:
+    """Validate a frame's items against ``limits`` and group them by agent.
+
+    Runtime complexity: O(n): a few C-level passes for a frame of plain items, else one
+    validation per item.
+
+    Args:
+        items: The ``ingest_batch`` items.
+        limits: The engine's size limits (``Ingestor.limits``).
+
+    Returns:
+        Each agent's items in input order (agents in first-appearance order), and each
+        item's agent in input order.
+
+    Raises:
+        InputInvalidError: A malformed item (the message gives its index); nothing is
+            returned for a frame with one.
+    """
+    groups: dict[str, list[PendingRecord]] = {}
+    find = groups.get
+    frame = simple_batch(items, limits)
+    if frame is None:
+        return groups, _group_items(items, groups, limits)
+    owners, pendings = frame
+    for agent_id, pending in zip(owners, pendings, strict=True):
+        group = find(agent_id)
+        if group is None:
+            groups[agent_id] = [pending]
+        else:
+            group.append(pending)
+    return groups, owners
+
+
+def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
+                 limits: ItemLimits) -> list[str]:
+    """:func:`group_frame` item by item (into ``groups``); returns each item's agent."""
+    owners: list[str] = []
+    find = groups.get
+    own = owners.append
+    agent_id: str
+    for i, raw in enumerate(items):
+        pending = simple_pending(raw, True, limits)
+        if pending is not None:  # a plain dict: only its agent id is left to check
+            agent_id = raw.get("agent_id")
+            if type(agent_id) is not str or not 0 < len(agent_id) <= limits.agent_id or (
+                    not agent_id.isascii()):  # other text: the full check (surrogates)
+                pending = None
+        if pending is None:
+            try:
+                if not isinstance(raw, Mapping):
+                    raise InputInvalidError(
+                        "item must be a mapping with 'agent_id' and 'content'",
+                        details={"field": "item"})
+                body = dict(raw)
+                agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
+                pending = validate_mapping(body, limits)
+            except MemoryEngineError as exc:
+                raise indexed(exc, i) from None
+        group = find(agent_id)
+        if group is None:
+            groups[agent_id] = [pending]
+        else:
+            group.append(pending)
+        own(agent_id)
+    return owners

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from f09_memory import MemoryConfig, MemoryEngine
+from f09_memory.core.frames import group_frame
+from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.ingestion.pipeline import (
+    DEFAULT_LIMITS,
+    ItemLimits,
+    validate_agent_id,
+    validate_mapping,
+)
+
+PLAIN = [{"agent_id": "b", "content": "one", "importance": 0.5},
+         {"agent_id": "a", "content": "two"},
+         {"agent_id": "b", "content": "three", "importance": None}]
+
+
+def test_a_plain_frame_and_the_same_items_one_by_one_group_alike() -> None:
+    fast = group_frame(PLAIN, DEFAULT_LIMITS)
+    slow = group_frame(iter(PLAIN), DEFAULT_LIMITS)  # not a list: checked item by item
+    assert fast == slow
+    groups, owners = fast
+    assert ["b", "a", "b"] == owners
+    assert ["one", "three"] == [item.content for item in groups["b"]]
+    assert [0.5, None] == [item.importance for item in groups["b"]]
+
+
+def test_a_frame_with_other_fields_is_grouped_item_by_item() -> None:
+    groups, owners = group_frame([*PLAIN, {"agent_id": "a", "content": "four", "tags": ["t"],
+                                           "layer": "semantic"}],
+                                  DEFAULT_LIMITS)
+    assert ["b", "a", "b", "a"] == owners
+    assert ("t",) == groups["a"][1].tags
+
+
+@pytest.mark.parametrize(("bad", "field"), [
+    ({"agent_id": "", "content": "x"}, "agent_id"),
+    ({"agent_id": "a", "content": "   "}, "content"),
+    ({"agent_id": "a", "content": "x", "importance": 2.0}, "importance"),
+    ("not a mapping", "item"),
+])
+def test_a_bad_item_raises_with_its_index(bad: Any, field: str) -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        group_frame([*PLAIN, bad], DEFAULT_LIMITS)
+    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+    assert 3 == info.value.details["index"]
+    assert field == info.value.details["field"]
+    assert info.value.message.startswith("item 3: ")
+
+
+SMALL = MemoryConfig(max_agent_id_chars=8, max_content_chars=16, max_tag_chars=4)
+"""A non-default limits config (redaction mode on, as by default)."""
+AGENT_IDS = ["npc-1", "npc-2", "n" * 8, "n" * 9, "x" * 257, "", 7, "bob@example.com",
+             "\u00e9mile", "\u00e9" * 9, "npc\ud800", "\udc80"]
+"""Valid, at and past the small and default limits, empty, not a string, private-looking
+(refused for a new agent in redaction mode), non-ASCII, lone surrogates."""
+CONTENTS = ["saw the smith", "c" * 16, "c" * 17, "y" * 65_537, "", " \t", "caf\u00e9",
+            "mail bob@example.com", "bad \ud800 text", "\udfff", None]
+ITEM = st.fixed_dictionaries(
+    {"agent_id": st.sampled_from(AGENT_IDS), "content": st.sampled_from(CONTENTS)},
+    optional={"importance": st.sampled_from([0.25, None, 1.5, float("nan")]),
+              "tags": st.sampled_from([["t"], ["long-tag"]])})
+
+
+def _outcome(call: Any) -> tuple[Any, ...]:
+    try:
+        return ("ok", call())
+    except MemoryEngineError as exc:
+        return ("error", exc.code, exc.message, exc.details)
+
+
+@settings(max_examples=150)
+@given(st.lists(ITEM, max_size=4), st.sampled_from([MemoryConfig(), SMALL]))
+def test_a_frame_groups_as_its_items_one_by_one_under_the_engine_limits(
+        items: list[Any], config: MemoryConfig) -> None:
+    limits = ItemLimits.of(config)
+    fast = _outcome(lambda: group_frame(items, limits))
+    assert fast == _outcome(lambda: group_frame(iter(items), limits))  # item by item
+    if fast[0] == "ok":  # every item passes the full validation, to the same values
+        groups, owners = fast[1]
+        bodies = [{k: v for k, v in item.items() if k != "agent_id"} for item in items]
+        assert owners == [validate_agent_id(item["agent_id"], limits.agent_id)
+                          for item in items]
+        assert groups == {agent_id: [validate_mapping(body, limits)
+                                     for owner, body in zip(owners, bodies, strict=True)
+                                     if owner == agent_id] for agent_id in owners}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ITEM, min_size=1, max_size=4), st.sampled_from([MemoryConfig(), SMALL]))
+def test_ingest_batch_of_a_frame_stores_or_refuses_as_item_by_item(
+        items: list[Any], config: MemoryConfig) -> None:
+    engines = [MemoryEngine(config, embedder=None) for _ in range(2)]
+    before = engines[0].state_hash()
+    fast = _outcome(lambda: engines[0].ingest_batch(items, now=1).ids)
+    slow = _outcome(lambda: engines[1].ingest_batch(iter(items), now=1).ids)
+    assert fast == slow
+    assert engines[0].state_hash() == engines[1].state_hash()
+    if fast[0] == "error":
+        assert before == engines[0].state_hash()  # a refused frame stores nothing
+
+
+@pytest.mark.parametrize("agent_id", ["bob@example.com", "npc-bob@example.com"])
+@pytest.mark.parametrize("frame", [True, False])
+def test_a_new_private_agent_id_is_refused_in_redaction_mode(agent_id: str,
+                                                             frame: bool) -> None:
+    items = [{"agent_id": "npc", "content": "x"}, {"agent_id": agent_id, "content": "y"}]
+    engine = MemoryEngine(embedder=None)
+    before = engine.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        engine.ingest_batch(items if frame else iter(items), now=1)
+    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+    assert "agent_id" == info.value.details["field"]
+    assert agent_id not in info.value.message
+    assert before == engine.state_hash()
+    assert [] == list(engine.agents())
+    open_engine = MemoryEngine(MemoryConfig(redaction_mode=False), embedder=None)
+    assert 2 == len(open_engine.ingest_batch(items if frame else iter(items), now=1).ids)
