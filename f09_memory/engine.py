@@ -40,8 +40,6 @@ from f09_memory.errors import (
     InputInvalidError,
     MemoryEngineError,
     RecordNotFoundError,
-    SnapshotInvalidError,
-    StorageFailedError,
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.pipeline import Ingestor, validate_agent_id, validate_item
@@ -55,12 +53,9 @@ from f09_memory.ingestion.typed_extraction import (
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
-from f09_memory.persistence import snapshot
+from f09_memory.persistence import engine_io, snapshot
 from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
-from f09_memory.persistence.effects import Replay
 from f09_memory.persistence.journal import Journaled, journaled
-from f09_memory.persistence.recording import EffectRecorder
-from f09_memory.persistence.state import get_state, set_state
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.filters import redact_filters
@@ -174,6 +169,8 @@ class MemoryEngine(Journaled):
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
         self._fingerprint = config_fingerprint(config)
+        self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
+                                            self._semantic, self._clear_caches)
 
     # ------------------------------------------------------------------ threads
     def bind_thread(self, thread: threading.Thread | None = None) -> None:
@@ -638,13 +635,12 @@ class MemoryEngine(Journaled):
         return self._maintenance.run(t, budget, self._poll_pressure)
 
     # ------------------------------------------------------------------ persistence
+    def _clear_caches(self) -> None:
+        self._reader.clear()
+        self._retriever.clear()
+
     def _snapshot_bytes(self) -> bytes:
-        pending = self._semantic.pending
-        manifest, arrays = get_state(self._state, self.summarization.summarizer,
-                                     self._semantic.version,
-                                     None if pending is None else pending.get_state(),
-                                     None if pending is None else self._semantic.queries)
-        return snapshot.dumps(manifest, arrays)
+        return engine_io.snapshot_bytes(self._parts)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the whole engine state to ``path`` atomically (temp file, fsync, rename).
@@ -663,20 +659,7 @@ class MemoryEngine(Journaled):
                 the cause, ``details["errno"]`` its number); no partial file is left and a
                 file already at ``path`` is unchanged.
         """
-        if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
-            raise InputInvalidError("path must be a str or os.PathLike naming the snapshot file",
-                                    details={"field": "path"})
-        blob = self._snapshot_bytes()
-        try:
-            return snapshot.write_snapshot(path, blob)
-        except ValueError as exc:  # a NUL in the path
-            raise InputInvalidError("path is not a usable file name",
-                                    details={"field": "path"}) from exc
-        except OSError as exc:
-            raise StorageFailedError(
-                f"the snapshot could not be written ({exc.strerror or type(exc).__name__}): "
-                "check that the folder exists, is writable and has space; nothing was written",
-                details={"field": "path", "errno": exc.errno}) from exc
+        return engine_io.save(self._parts, path)
 
     @classmethod
     def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str], *,
@@ -686,17 +669,13 @@ class MemoryEngine(Journaled):
         try:
             config = MemoryConfig.parse(manifest.get("config"))
         except (MemoryEngineError, TypeError, ValueError) as exc:
-            raise SnapshotInvalidError(f"snapshot {str(path)!r} holds an invalid config",
-                                       details={"path": str(path)}) from exc
+            raise engine_io.config_error(path) from exc
         config = config.with_redaction_key(redaction_key)  # a missing or wrong key: say so
         try:
-            seed = int(manifest.get("seed", 0))
-            engine = cls(config, seed=seed, **adapters)
+            engine = cls(config, seed=int(manifest.get("seed", 0)), **adapters)
         except (MemoryEngineError, TypeError, ValueError) as exc:
-            raise SnapshotInvalidError(f"snapshot {str(path)!r} holds an invalid config",
-                                       details={"path": str(path)}) from exc
-        set_state(engine._state, engine.summarization.summarizer, engine._semantic,
-                  manifest, snap.arrays)
+            raise engine_io.config_error(path) from exc
+        engine_io.restore(engine._parts, snap)
         return engine
 
     @classmethod
@@ -780,53 +759,13 @@ class MemoryEngine(Journaled):
                 engine = cls._restore(
                     snapshot.loads(blob, path), path, **adapters,
                     redaction_key=None if config is None else config.redaction_key)
-                engine._apply_journal(log)
+                engine_io.apply_journal(engine._parts, log)
         except BaseException:
             log.close()  # nothing was modified; release the lock
             raise
-        recorder = EffectRecorder(engine._state, engine.summarization.summarizer,
-                                  engine._semantic)
-        session = DurableSession(log, checkpoint_every, recorder, engine._snapshot_bytes,
-                                 engine._reload)
-        recorder.attach()
+        session = engine_io.start_session(engine._parts, log, checkpoint_every)
         engine._durable = engine.summarization._durable = session
         return engine
-
-    def _apply_journal(self, log: DurableLog) -> None:
-        """Apply the journal's effect rows to the state just restored from its snapshot.
-
-        Raises:
-            SnapshotInvalidError: A row is malformed, of another version or names an
-                unknown effect (the message names the row); the engine is not usable.
-        """
-        replay = Replay(self._state, self.summarization.summarizer, self._semantic)
-        for seq, row in log.rows():
-            try:
-                replay.apply_row(row)
-            except (MemoryEngineError, ValueError, TypeError, KeyError, IndexError,
-                    AttributeError, AssertionError, OverflowError, RecursionError) as exc:
-                raise SnapshotInvalidError(
-                    f"journal row {seq} cannot be applied: effect {replay.at!r:.40} "
-                    f"({type(exc).__name__}); the database is damaged",
-                    details={"row": seq, "effect": replay.at[:40]}) from exc
-        replay.finish()
-
-    def _reload(self) -> None:
-        """Durable mode: go back to the state the database holds (undo a failed call)."""
-        session = self._durable
-        assert isinstance(session, DurableSession)
-        session.recorder.detach()
-        blob = session.log.snapshot()
-        assert blob is not None
-        snap = snapshot.loads(blob, session.log.path)
-        self._state.reset()
-        self._semantic.queries.reset()
-        set_state(self._state, self.summarization.summarizer, self._semantic, snap.manifest,
-                  snap.arrays)
-        self._apply_journal(session.log)
-        self._reader.clear()
-        self._retriever.clear()
-        session.recorder.attach()
 
     def checkpoint(self) -> None:
         """Durable mode: rewrite the snapshot and empty the journal (one transaction).

@@ -7,7 +7,8 @@ is restored), ``journal`` (``journaled``: where a durable call begins and ends),
 the services (imported by module path): ``state`` (get_state, set_state: the engine state
 as columns and its exact restoration), ``durable`` (DurableLog: the SQLite snapshot +
 journal of effects; DurableSession), ``recording`` (EffectRecorder: what a call changed,
-recorded as it happens) and ``effects`` (the effect registry and Replay).
+recorded as it happens), ``effects`` (the effect registry and Replay) and ``engine_io``
+(EngineParts: save, load and open of an engine through its explicit parts).
 ``MemoryEngine.save`` / ``load`` (files) and ``MemoryEngine.open`` (durable) are the entry
 points.
 """
