@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -311,13 +311,7 @@ class SemanticMemory:
             return 0, self._retry_async(store, now), events
         cost = self.embed_cost()
         done = used = 0
-        for agent_id in list(self.retry_agents):
-            am = store.get(agent_id)
-            if am is None:
-                self.retry_agents.discard(agent_id)
-                continue
-            hi = am.hi
-            waiting = am.alive[:hi] & ~am.embedded[:hi]
+        for agent_id, am, waiting in self._retry_candidates(store):
             todo = slice_in_key_order(am, waiting, budget, used, cost)
             if todo is None:
                 break
@@ -341,6 +335,20 @@ class SemanticMemory:
             done += len(slots)
         return done, used, events
 
+    def _retry_candidates(
+        self, store: MemoryStore
+    ) -> Iterator[tuple[str, AgentMemory, NDArray[np.bool_]]]:
+        """``(agent_id, memory, un-embedded live mask)`` of the agents to retry, in id order.
+
+        Agents that left the store are dropped from :attr:`retry_agents`.
+        """
+        for agent_id in list(self.retry_agents):
+            am = store.get(agent_id)
+            if am is None:
+                self.retry_agents.discard(agent_id)
+                continue
+            yield agent_id, am, am.alive[:am.hi] & ~am.embedded[:am.hi]
+
     def _retry_async(self, store: MemoryStore, now: int) -> int:
         """Async mode: hand the worker texts to re-embed, keeping one batch in flight.
 
@@ -354,18 +362,13 @@ class SemanticMemory:
         room = self.config.embedding_batch_size - pending.waiting
         keys: list[tuple[str, int]] = []
         texts: list[str] = []
-        for agent_id in list(self.retry_agents):
+        for agent_id, am, waiting in self._retry_candidates(store):
             if room <= 0:
                 break
-            am = store.get(agent_id)
-            if am is None:
-                self.retry_agents.discard(agent_id)
-                continue
-            hi = am.hi
-            waiting = am.alive[:hi] & ~am.embedded[:hi]
             queued = pending.keys.get(agent_id)
             if queued:
-                waiting &= ~np.isin(am.key[:hi], np.fromiter(queued, np.int64, len(queued)))
+                waiting &= ~np.isin(am.key[:am.hi],
+                                    np.fromiter(queued, np.int64, len(queued)))
             todo = slice_in_key_order(am, waiting, None, 0, 1)
             assert todo is not None
             if todo.shape[0] <= room:

@@ -438,22 +438,6 @@ class AgentMemory:
             key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
                 tagset, alive, revs = self._views
             tokens = self.tokens
-            if fresh >= 0 and not (any(new.flagged) or any(new.status) or any(new.redacted)
-                                   or any(new.tagset)):  # zeros there already (see _check)
-                for slot, k, code, imp, made, anc, tok, due in zip(
-                        slot_list, new.keys, new.layer, new.importance, new.created,
-                        new.anchor, new.tokens, new.deadline, strict=True):
-                    key[slot] = k
-                    layer[slot] = code
-                    importance[slot] = imp
-                    created[slot] = made
-                    anchor[slot] = anc
-                    tokens[slot] = tok
-                    deadline[slot] = due
-                    alive[slot] = True
-                    revs[slot] = rev
-                    rev += 1
-                return
             for slot, k, code, imp, flag, made, anc, tok, due, st, red, ts in zip(
                     slot_list, new.keys, new.layer, new.importance, new.flagged, new.created,
                     new.anchor, new.tokens, new.deadline, new.status, new.redacted, new.tagset,
