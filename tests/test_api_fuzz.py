@@ -16,6 +16,7 @@ thousands of programs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -48,13 +49,7 @@ AGENTS = ("a", "b", "npc-1")
 
 
 def _deep(depth: int) -> list[Any]:
-    root: list[Any] = []
-    node = root
-    for _ in range(depth):
-        child: list[Any] = []
-        node.append(child)
-        node = child
-    return root
+    return functools.reduce(lambda inner, _: [inner], range(depth), [])  # depth+1 lists
 
 
 def _huge_text() -> str:

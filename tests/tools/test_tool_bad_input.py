@@ -3,6 +3,7 @@ payload (or error), the engine state is unchanged, and the value is never echoed
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -17,13 +18,7 @@ SECRET = "hunter2-private"
 
 
 def deep_list(depth: int) -> list[Any]:
-    root: list[Any] = []
-    node = root
-    for _ in range(depth):
-        child: list[Any] = []
-        node.append(child)
-        node = child
-    return root
+    return functools.reduce(lambda inner, _: [inner], range(depth), [])  # depth+1 lists
 
 
 HOSTILE: dict[str, object] = {
