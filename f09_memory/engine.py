@@ -5,7 +5,8 @@
   ``core.records.RecordReader``: records built at the boundary;
 - ``retrieval`` (Retriever + SemanticMemory), ``summarization.service``,
   ``maintenance.tick``, ``core.digest`` (the incremental state hash),
-  ``persistence`` (snapshots, durable session).
+  ``persistence`` (snapshots, durable session; ``save`` / ``load`` / ``open`` / ``close``
+  live in the base class ``persistence.facade.PersistenceFacade``).
 
 Logical time: every method takes ``now=`` (the host's ms or ticks) or uses the engine clock,
 which ``tick(now)`` advances. Nothing reads the wall clock except the ``timeMs``
@@ -15,16 +16,13 @@ diagnostics, which no hash includes.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import SecretStr
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_budget_ms, check_now, parse_layer
@@ -38,7 +36,6 @@ from f09_memory.core.writer import Writer
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.errors import (
     InputInvalidError,
-    MemoryEngineError,
     RecordNotFoundError,
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
@@ -53,8 +50,8 @@ from f09_memory.ingestion.typed_extraction import (
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
-from f09_memory.persistence import engine_io, snapshot
-from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
+from f09_memory.persistence import engine_io
+from f09_memory.persistence.facade import DEFAULT_EMBEDDER, DefaultEmbedder, PersistenceFacade
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
@@ -74,19 +71,8 @@ __all__ = ["DEFAULT_EMBEDDER", "DefaultEmbedder", "MemoryEngine", "TickReport"]
 logger = logging.getLogger("f09_memory")
 
 
-class DefaultEmbedder:
-    """The type of :data:`DEFAULT_EMBEDDER` ("use the default embedder")."""
-
-    def __repr__(self) -> str:
-        return "DEFAULT_EMBEDDER"
-
-
-DEFAULT_EMBEDDER = DefaultEmbedder()
-"""Pass as ``embedder=`` for the default: the seeded ``HashingEmbedder``. ``None`` means none."""
-
-
 @owned_by_thread(exclude=("bind_thread",))
-class MemoryEngine(Journaled):
+class MemoryEngine(PersistenceFacade, Journaled):
     """A deterministic, rate-aware, multi-layer memory for many agents.
 
     Threads: the engine belongs to the thread that created it. Every public method and
@@ -635,158 +621,14 @@ class MemoryEngine(Journaled):
         return self._maintenance.run(t, budget, self._poll_pressure)
 
     # ------------------------------------------------------------------ persistence
+    @classmethod
+    def _build(cls, config: MemoryConfig | None, seed: int,
+               adapters: dict[str, Any]) -> MemoryEngine:
+        return cls(config, seed=seed, **adapters)
+
     def _clear_caches(self) -> None:
         self._reader.clear()
         self._retriever.clear()
-
-    def _snapshot_bytes(self) -> bytes:
-        return engine_io.snapshot_bytes(self._parts)
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the whole engine state to ``path`` atomically (temp file, fsync, rename).
-
-        ``MemoryEngine.load(path)`` gives an engine with the same ``state_hash()`` whose
-        next retrievals are identical. The columns are written as binary arrays.
-        Runtime complexity: O(total records), numpy-bound.
-
-        Returns:
-            The path written.
-
-        Raises:
-            InputInvalidError: ``path`` is not a str or ``os.PathLike`` (or holds a NUL).
-            StorageFailedError: The file cannot be written (missing or read-only folder,
-                full disk: ``MEMORY_STORAGE_FAILED``, an ``OSError``; the original error is
-                the cause, ``details["errno"]`` its number); no partial file is left and a
-                file already at ``path`` is unchanged.
-        """
-        return engine_io.save(self._parts, path)
-
-    @classmethod
-    def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str], *,
-                 redaction_key: str | SecretStr | None = None,
-                 **adapters: Any) -> MemoryEngine:
-        manifest = snap.manifest
-        try:
-            config = MemoryConfig.parse(manifest.get("config"))
-        except (MemoryEngineError, TypeError, ValueError) as exc:
-            raise engine_io.config_error(path) from exc
-        config = config.with_redaction_key(redaction_key)  # a missing or wrong key: say so
-        try:
-            engine = cls(config, seed=int(manifest.get("seed", 0)), **adapters)
-        except (MemoryEngineError, TypeError, ValueError) as exc:
-            raise engine_io.config_error(path) from exc
-        engine_io.restore(engine._parts, snap)
-        return engine
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        token_counter: TokenCounter | None = None,
-        pressure_source: PressureSource | None = None,
-        embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
-        max_bytes: int = snapshot.DEFAULT_MAX_BYTES,
-        redaction_key: str | SecretStr | None = None,
-    ) -> MemoryEngine:
-        """Rebuild an engine from a snapshot written by :meth:`save`.
-
-        Adapters are not stored: pass the same ``embedder`` (same ``version``) to keep the
-        saved vectors, otherwise records are re-embedded by later ticks. Nor is the
-        redaction key: a snapshot written with one needs it again, as ``redaction_key`` or
-        the ``MEMORY_REDACTION_KEY`` variable (see ``MemoryConfig.with_redaction_key``).
-        The file is not trusted: a payload above ``max_bytes`` (default 4 GiB) is refused
-        unread, memory stays a small multiple of the file size, and the state's invariants
-        are checked before anything is restored (``persistence.validate``).
-
-        Raises:
-            SnapshotInvalidError: The file is missing, too large, truncated, corrupted,
-                foreign, of another format version, or holds an inconsistent state
-                (``MEMORY_SNAPSHOT_INVALID``, naming the problem); nothing is half-loaded.
-            InputInvalidError: ``max_bytes`` is not a positive integer.
-            ConfigInvalidError: The snapshot's redaction key is missing or another was given.
-        """
-        return cls._restore(snapshot.read_snapshot(path, max_bytes=max_bytes), path,
-                            token_counter=token_counter, pressure_source=pressure_source,
-                            embedder=embedder, redaction_key=redaction_key)
-
-    @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike[str],
-        config: MemoryConfig | None = None,
-        *,
-        seed: int = 0,
-        commit: CommitMode = "call",
-        checkpoint_every: int = 10_000,
-        token_counter: TokenCounter | None = None,
-        pressure_source: PressureSource | None = None,
-        embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
-    ) -> MemoryEngine:
-        """Open (or create) a durable engine on an SQLite database (WAL).
-
-        A new database starts from ``config`` and ``seed``; an existing one restores its
-        snapshot and applies its journal (``config``/``seed`` are then ignored, except
-        ``config.redaction_key``: a database made with a key needs it, from there or the
-        ``MEMORY_REDACTION_KEY`` variable), giving the state of the last commit, with the
-        same state hash, even after the process was killed. The journal holds each call's
-        effects (already redacted), written before the call returns and committed then
-        (``commit="call"``) or at each tick (``commit="tick"``); a call that raises or
-        cannot be written is undone. The database is locked to this engine until
-        :meth:`close` (see ``persistence.durable``).
-
-        Raises:
-            SnapshotInvalidError: The file is not an f09-memory database (it is not
-                modified), or its snapshot or journal is damaged (the row is named).
-            StorageFailedError: Another engine has the database open, or it cannot be
-                written.
-            ConfigInvalidError: The database's redaction key is missing or another was given.
-            InputInvalidError: ``checkpoint_every`` is not a positive integer.
-        """
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
-                checkpoint_every < 1):
-            raise InputInvalidError("checkpoint_every must be a positive integer",
-                                    details={"field": "checkpoint_every"})
-        log = DurableLog(path, commit=commit)
-        adapters: dict[str, Any] = {"token_counter": token_counter,
-                                    "pressure_source": pressure_source, "embedder": embedder}
-        try:
-            blob = log.snapshot()
-            if blob is None:
-                engine = cls(config, seed=seed, **adapters)
-                log.checkpoint(engine._snapshot_bytes())
-            else:
-                engine = cls._restore(
-                    snapshot.loads(blob, path), path, **adapters,
-                    redaction_key=None if config is None else config.redaction_key)
-                engine_io.apply_journal(engine._parts, log)
-        except BaseException:
-            log.close()  # nothing was modified; release the lock
-            raise
-        session = engine_io.start_session(engine._parts, log, checkpoint_every)
-        engine._durable = engine.summarization._durable = session
-        return engine
-
-    def checkpoint(self) -> None:
-        """Durable mode: rewrite the snapshot and empty the journal (one transaction).
-
-        Raises:
-            StorageFailedError: The snapshot could not be written (the journal is kept).
-        """
-        if isinstance(self._durable, DurableSession):
-            self._durable.checkpoint()
-
-    def close(self) -> None:
-        """Durable mode: checkpoint, close the database and release it (no-op otherwise).
-
-        Raises:
-            StorageFailedError: The final checkpoint failed; the database is closed anyway
-                and its journal replays on the next open.
-        """
-        if isinstance(self._durable, DurableSession):
-            session = self._durable
-            self._durable = self.summarization._durable = None
-            session.close()
 
     # ------------------------------------------------------------------ hashing
     def state_hash(self) -> str:

@@ -8,7 +8,8 @@ the services (imported by module path): ``state`` (get_state, set_state: the eng
 as columns and its exact restoration), ``durable`` (DurableLog: the SQLite snapshot +
 journal of effects; DurableSession), ``recording`` (EffectRecorder: what a call changed,
 recorded as it happens), ``effects`` (the effect registry and Replay) and ``engine_io``
-(EngineParts: save, load and open of an engine through its explicit parts).
+(EngineParts: save, load and open of an engine through its explicit parts) and
+``facade`` (PersistenceFacade: the engine's ``save`` / ``load`` / ``open`` / ``close``).
 ``MemoryEngine.save`` / ``load`` (files) and ``MemoryEngine.open`` (durable) are the entry
 points.
 """
