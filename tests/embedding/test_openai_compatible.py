@@ -44,6 +44,11 @@ from f09_memory.testing import EmbeddingServer, fault_schedule
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384
 SECRET_KEY = "sk-test-0123456789abcdef"
+# A correct answer's headers come at once, but on a loaded 2-core CI machine accepting a
+# request has taken over 0.2 s: the client's timeout must be far above that, and an injected
+# silence far above the timeout.
+TIMEOUT_S = 1.0
+SILENCE_S = 2.5
 EMAIL = "mara.the.smith@forge.example.com"
 CARD = "4539 1488 0343 6467"
 
@@ -111,7 +116,7 @@ def make(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[A
     built: list[OpenAICompatibleEmbedder] = []
 
     def factory(**kwargs: Any) -> OpenAICompatibleEmbedder:
-        options: dict[str, Any] = {"dim": DIM, "timeout_s": 0.5, "max_retries": 3,
+        options: dict[str, Any] = {"dim": DIM, "timeout_s": TIMEOUT_S, "max_retries": 3,
                                    "backoff_s": 0.1, "sleep": Sleeps()}
         options.update(kwargs)
         base = options.pop("base_url", server.base_url)
@@ -215,7 +220,7 @@ FAULTS = [
     pytest.param({"status": 500}, id="500"),
     pytest.param({"status": 503}, id="503"),
     pytest.param({"status": 429}, id="429"),
-    pytest.param({"sleep": 0.6}, id="timeout"),
+    pytest.param({"sleep": SILENCE_S}, id="timeout"),
     pytest.param({"truncate": True}, id="truncated-json"),
     pytest.param({"cut": True}, id="connection-cut"),
     pytest.param({"dim": -1}, id="wrong-dimension"),
@@ -228,7 +233,7 @@ FAULTS = [
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_transient_faults_are_retried_and_the_result_is_exact(make, server, fault) -> None:
-    emb = make(batch_size=4, timeout_s=0.2)
+    emb = make(batch_size=4)
     emb.embed(["warm up"])  # the dimension is confirmed
     server.reset()
     server.faults.extend([fault, fault])
@@ -326,8 +331,8 @@ def test_unknown_route_names_base_url_and_model(make) -> None:
 def test_a_fault_storm_still_embeds_every_text_once_in_order(make, server) -> None:
     texts = [f"villager {i} saw the comet over the {i % 7}th hill" for i in range(48)]
     kinds = [{"status": 500}, {"status": 429, "retry_after": "0"}, {"truncate": True},
-             {"count": -1}, {"dim": 2}, {"sleep": 0.8}]
-    emb = make(batch_size=3, timeout_s=0.3)
+             {"count": -1}, {"dim": 2}, {"sleep": SILENCE_S}]
+    emb = make(batch_size=3)
     emb.embed(["warm up"])
     server.reset()
     for i in range(16):  # 16 requests, every third faulty: each kind once
@@ -527,10 +532,10 @@ def stored(engine: MemoryEngine, agents: list[str]) -> tuple[list[str], np.ndarr
 
 def test_a_fault_run_embeds_every_record_once_in_order_like_the_model(make, server) -> None:
     texts = private_texts(300)
-    emb = make(batch_size=10, timeout_s=0.5)
+    emb = make(batch_size=10)
     engine = MemoryEngine(MemoryConfig(), embedder=emb)
     kinds = [{"status": 500}, {"status": 429, "retry_after": "1"}, {"truncate": True},
-             {"sleep": 0.8}]
+             {"sleep": SILENCE_S}]
     schedule = fault_schedule(30, rate=0.1, seed=3, kinds=kinds)
     server.faults.extend(schedule)
     agents = [f"npc{a}" for a in range(6)]
