@@ -3,8 +3,8 @@
 ``state_hash = sha256(header, then one digest per agent in id order)`` where
 
 - the header is the canonical JSON of the config fingerprint, clock, pressure, cursors, the
-  summarizer's state, the embedder version and (async embedding mode) the query table's
-  digest;
+  summarizer's state, the embedder version, (async embedding mode) the query table's
+  digest and the digests of the state tables that were ever used (``core.tables``);
 - an agent's digest is sha256 of its id, id counter, novelty-vocabulary digest and the sum
   (mod 2**128) of its records' 16-byte digests. A record's digest covers every stored field
   (quantized importance, times, layer, flags, status, text, tags, sparse metadata); it is
@@ -53,6 +53,10 @@ def state_hash(state: EngineState, fingerprint: str, summarizer_state: dict[str,
     }
     if queries is not None:  # async embedding mode's query table (absent otherwise)
         header["queries"] = queries
+    tables = {name: digest for name, table in sorted(state.tables.items())
+              if (digest := table.digest(quantum)) is not None}
+    if tables:  # absent until a layer adapter keeps state: older hashes stay valid
+        header["tables"] = tables
     h = hashlib.sha256(canonical_json(header, quantum))
     for am in state.store:
         total = refresh_digest(am, quantum)

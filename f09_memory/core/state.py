@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from f09_memory.config.config import MemoryConfig
+from f09_memory.core.tables import KeyedTable
 from f09_memory.importance.heuristic import Vocabulary
 from f09_memory.retention.compaction import CompactionCursor
 from f09_memory.schema.enums import PressureState
@@ -34,6 +35,8 @@ class EngineState:
         backlog_total: The tick backlog's total after the last tick.
         backlog_streak: Ticks in a row the backlog grew (``memory:tick:behind``).
         vocabularies: Each agent's novelty vocabulary (importance heuristic).
+        tables: The layer adapters' state tables by name (``core.tables``): saved, hashed
+            and journaled like the store; registered by their services at construction.
     """
 
     config: MemoryConfig
@@ -46,6 +49,7 @@ class EngineState:
     backlog_total: int = 0
     backlog_streak: int = 0
     vocabularies: dict[str, Vocabulary] = field(default_factory=dict)
+    tables: dict[str, KeyedTable] = field(default_factory=dict)
 
     @classmethod
     def new(cls, config: MemoryConfig, seed: int) -> EngineState:
@@ -61,6 +65,14 @@ class EngineState:
         self.tick_cursor = 0
         self.compaction.set_state(CompactionCursor().get_state())
         self.backlog_total = self.backlog_streak = 0
+        for table in self.tables.values():
+            table.reset()
+
+    def register(self, table: KeyedTable) -> None:
+        """Add a service's state table under its ``NAME`` (once per name)."""
+        if not table.NAME or table.NAME in self.tables:
+            raise ValueError(f"table name {table.NAME!r} is empty or taken")
+        self.tables[table.NAME] = table
 
     def vocabulary(self, agent_id: str) -> Vocabulary:
         """The agent's vocabulary, created empty on first use."""
@@ -75,3 +87,6 @@ class EngineState:
         self.store._check()
         for am in self.store:
             assert am.agent_id in self.vocabularies
+        for name, table in self.tables.items():
+            assert name == table.NAME
+            table._check()

@@ -287,6 +287,13 @@ def _jobs(r: Replay, value: list[Any]) -> None:
     r.embed_jobs = value
 
 
+def _table_changes(r: Replay, name: object, meta: object, arrays: object) -> None:
+    table = r.state.tables.get(name) if isinstance(name, str) else None
+    if table is None or not isinstance(meta, dict) or not isinstance(arrays, dict):
+        raise ValueError("table.changes names no table of this engine, or is malformed")
+    table.apply_changes(meta, arrays)
+
+
 def _embedder(r: Replay, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise ValueError("malformed embedder version")
@@ -319,5 +326,6 @@ EFFECTS: dict[str, Callable[..., None]] = {
     "summarizer.state": _summarizer,
     "embedding.jobs": _jobs,
     "embedding.version": _embedder,
+    "table.changes": _table_changes,
 }
 """The registry: stable effect name -> how replay applies it (version :data:`EFFECTS_VERSION`)."""

@@ -208,6 +208,8 @@ class EffectRecorder:
             self._watch(am)
         store.on_create = self._created
         self.semantic.queries.journal = self.effects
+        for table in self.state.tables.values():
+            table.tracking = True
         self._last = self._globals()
 
     def detach(self) -> None:
@@ -215,6 +217,9 @@ class EffectRecorder:
         store = self.state.store
         store.on_create = None
         self.semantic.queries.journal = None
+        for table in self.state.tables.values():
+            table.tracking = False
+            table.take_changes()
         for am in store:
             am.__class__ = AgentMemory
         for vocab in self.state.vocabularies.values():
@@ -273,6 +278,10 @@ class EffectRecorder:
             tail.append(("embedding.jobs", json.loads(now["embedJobs"] or "[]")))
         if now["embedder"] != last["embedder"]:
             tail.append(("embedding.version", now["embedder"]))
+        for name, table in sorted(self.state.tables.items()):
+            changes = table.take_changes()
+            if changes is not None:
+                tail.append(("table.changes", name, *changes))
         if not (head or tail or self.effects):
             return None
         row = {"v": EFFECTS_VERSION, "call": call,
@@ -283,9 +292,12 @@ class EffectRecorder:
 
     def changed(self) -> bool:
         """Whether anything changed since the last row (what a failed call must undo)."""
-        return bool(self.effects) or self._globals() != self._last
+        return (bool(self.effects) or self._globals() != self._last
+                or any(table.has_changes() for table in self.state.tables.values()))
 
     def reset(self) -> None:
         """Forget what was recorded (the engine state was restored from the log)."""
         self.effects.clear()
+        for table in self.state.tables.values():
+            table.take_changes()
         self._last = self._globals()

@@ -138,7 +138,28 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
     }
     if queries is not None and queries.digest() is not None:
         manifest["queryVectors"], arrays["queryVectors"] = queries.get_state()
+    tables: dict[str, Any] = {}
+    for name, table in sorted(state.tables.items()):
+        meta, columns_of = table.get_state()
+        if meta["used"]:  # a table never used is not written: older snapshots stay equal
+            tables[name] = meta
+            arrays.update({f"table.{name}.{col}": arr for col, arr in columns_of.items()})
+    if tables:
+        manifest["tables"] = tables
     return manifest, arrays
+
+
+def _restore_tables(state: EngineState, manifest: dict[str, Any], arrays: Arrays) -> None:
+    saved = manifest.get("tables", {})
+    if not isinstance(saved, dict) or not set(saved) <= set(state.tables):
+        raise ValueError("the snapshot holds a table this engine does not have")
+    for name, meta in sorted(saved.items()):
+        prefix = f"table.{name}."
+        columns_of = {key[len(prefix):]: arr for key, arr in arrays.items()
+                      if key.startswith(prefix)}
+        if not isinstance(meta, dict):
+            raise ValueError(f"table {name} is malformed")
+        state.tables[name].set_state(meta, columns_of)
 
 
 def _index_from(data: dict[str, Any], quantum: int) -> VectorIndex:
@@ -261,6 +282,8 @@ def set_state(state: EngineState, summarizer: Summarizer, semantic: SemanticMemo
         state.tick_cursor = int(manifest["tickCursor"])
         state.compaction.set_state(manifest["compactionCursor"])
         state.backlog_total, state.backlog_streak = (int(x) for x in manifest["backlog"])
+        step = "the layer tables"
+        _restore_tables(state, manifest, arrays)
         step = "the summarizer"
         summarizer.set_state(manifest["summarizer"])
         check_references(manifest["summarizer"],
