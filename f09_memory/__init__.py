@@ -23,7 +23,9 @@ True
 
 from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
 from f09_memory.config import (
+    EventRule,
     MemoryConfig,
+    PerceptionSettings,
     PressureProfile,
     RetentionPolicy,
     ScoreWeights,
@@ -53,6 +55,7 @@ from f09_memory.errors import (
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
 from f09_memory.maintenance import TickBacklog
+from f09_memory.perception import EngineEvent
 from f09_memory.protocols import (
     EmbeddingProvider,
     LLMClient,
@@ -89,8 +92,10 @@ __all__ = [
     "EmbeddingProvider",
     "EmbeddingUnavailableError",
     "EngineBus",
+    "EngineEvent",
     "ErrorCode",
     "EventLog",
+    "EventRule",
     "IngestedRecords",
     "InputInvalidError",
     "LLMClient",
@@ -99,6 +104,7 @@ __all__ = [
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "PerceptionSettings",
     "PressureProfile",
     "PressureSource",
     "PressureState",

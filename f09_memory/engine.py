@@ -50,6 +50,8 @@ from f09_memory.ingestion.typed_extraction import (
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
+from f09_memory.perception.events import EngineEvent
+from f09_memory.perception.service import Perception
 from f09_memory.persistence import engine_io
 from f09_memory.persistence.facade import DEFAULT_EMBEDDER, DefaultEmbedder, PersistenceFacade
 from f09_memory.persistence.journal import Journaled, journaled
@@ -154,6 +156,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
+        self._perception = Perception(self._state, self._writer)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -369,6 +372,45 @@ class MemoryEngine(PersistenceFacade, Journaled):
         return ingest_claim(self._writer, self._reader, agent_id, content,
                             claim, layer=layer, importance=importance, tags=tags,
                             now=self._time(now))
+
+    # ---- engine events (spec section 13, F02)
+    @journaled
+    def ingest_events(self, events: Iterable[EngineEvent | Mapping[str, Any]], *,
+                      now: int | None = None) -> IngestedRecords:
+        """Store a frame of engine events in the memories of the agents that perceive them.
+
+        Each event's kind picks a rule (``MemoryConfig.perception``): its layer and its
+        perceivers (actor, target, agents placed within a radius of the event). All or
+        nothing; perception uses the positions known when the frame starts, then the actors
+        are placed where their last event happened. Runtime complexity: O(events x placed
+        agents) numpy plus the ingest of the records created.
+
+        Returns:
+            The records created, grouped by event in event order.
+
+        Raises:
+            InputInvalidError: A malformed event or a kind without a rule (its index named).
+            CapacityExceededError: An agent would pass ``max_records_per_agent``.
+        """
+        return self._perception.ingest(events, self._time(now))
+
+    def ingest_event(self, event: EngineEvent | Mapping[str, Any], *,
+                     now: int | None = None) -> IngestedRecords:
+        """:meth:`ingest_events` for one event."""
+        return self.ingest_events([event], now=now)
+
+    @journaled
+    def place(self, positions: Mapping[str, Any], *, now: int | None = None) -> None:
+        """Set agents' last known positions (``{agent_id: (x, y[, z])}``) for perception.
+
+        Raises:
+            InputInvalidError: A malformed id or position (nothing is placed).
+        """
+        self._perception.place(positions, self._time(now))
+
+    def position_of(self, agent_id: str) -> tuple[float, float, float] | None:
+        """The agent's last known position (``None``: never placed)."""
+        return self._perception.position(agent_id)
 
     @journaled
     def forget(self, record_ids: Iterable[str] | None = None, *,

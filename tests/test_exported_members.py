@@ -22,6 +22,7 @@ PUBLIC = {
     "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError", "StorageFailedError",
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
     "TypedExtractionPrompt", "TypedExtractionResult",
+    "EngineEvent", "EventRule", "PerceptionSettings",
 }
 
 

@@ -1,13 +1,14 @@
 """Config (index 2): MemoryConfig, its scoring and pressure tables, and ``MEMORY_*`` env reading.
 
 Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
-TickCosts), ``tables``
+TickCosts), ``perception`` (EventRule, PerceptionSettings: engine-event routing), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
 variable map).
 """
 
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
+from f09_memory.config.perception import DEFAULT_EVENT_RULES, EventRule, PerceptionSettings
 from f09_memory.config.tables import (
     CompressionStrategy,
     PressureProfile,
@@ -17,11 +18,14 @@ from f09_memory.config.tables import (
 )
 
 __all__ = [
+    "DEFAULT_EVENT_RULES",
     "ENV_FIELDS",
     "CompressionStrategy",
+    "EventRule",
     "ImportanceSettings",
     "MemoryConfig",
     "MemoryEnv",
+    "PerceptionSettings",
     "PressureProfile",
     "RetentionPolicy",
     "ScoreWeights",

@@ -1,0 +1,154 @@
+"""Routing engine events to the agents that perceive them, as ingest items of one frame.
+
+For each event, in order: its kind's rule (``PerceptionSettings.rule``; no rule and no
+``default_rule``: the whole frame is refused, naming the event's index), then its
+perceivers, each remembering it once:
+
+1. the ``actor`` and the ``target`` when the rule names them;
+2. ``nearby``: the placed agents within the rule's radius of the event's position, nearest
+   first (ties by id), at most ``max_perceivers``, the parties excluded.
+
+Perception reads the positions known when the frame starts; the actors' new positions
+(``track_positions``) are placed after the frame is stored, the last event of an actor
+winning. So a frame's routing does not depend on the order of its events' placements, and a
+refused frame moves nobody.
+
+Each perceiver gets one ingest item (``core.writer`` validates, redacts and stores them all
+or none): the event's text, the rule's layer, ttl and tags plus the event's, the event's
+importance hint (or the rule's; a witness's is scaled by ``witness_discount``), the kind as
+``source_event``, the position as ``metadata.spatial``, the other party as
+``metadata.social`` on the social layer (with the payload's ``sentiment`` when it is a
+number in -1..1), and the payload as attributes plus ``eventRole`` (``actor``, ``target`` or
+``witness``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.config.perception import EventRule, PerceptionSettings
+from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.perception.events import EngineEvent, render_text
+from f09_memory.perception.positions import AgentPositions
+from f09_memory.schema.enums import MemoryLayer
+
+__all__ = ["RoutedFrame", "parse_events", "route_events"]
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedFrame:
+    """A frame of events turned into ingest items.
+
+    Attributes:
+        items: One ``ingest_batch`` item per (event, perceiver), in event order.
+        event_of: The index of the event each item came from.
+        moves: ``(actor ids, positions)`` to place once the items are stored.
+    """
+
+    items: list[dict[str, Any]]
+    event_of: list[int]
+    moves: tuple[list[str], NDArray[np.float64]]
+
+
+def parse_events(events: object) -> list[EngineEvent]:
+    """Validate a frame of events (``EngineEvent`` or mappings); all or nothing.
+
+    Raises:
+        InputInvalidError: Not a list, or a malformed event (the message gives its index).
+    """
+    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
+        raise InputInvalidError("events must be a list of EngineEvent or mappings",
+                                details={"field": "events"})
+    out: list[EngineEvent] = []
+    for i, event in enumerate(events):
+        try:
+            out.append(EngineEvent.parse(event))
+        except MemoryEngineError as exc:
+            raise InputInvalidError(
+                f"events[{i}] is malformed: {exc.message}",
+                details={"field": "events", "index": i}) from exc
+    return out
+
+
+def _point(event: EngineEvent) -> NDArray[np.float64] | None:
+    pos = event.position
+    return None if pos is None else np.array([pos.x, pos.y, pos.z], dtype=np.float64)
+
+
+def _perceivers(event: EngineEvent, rule: EventRule, settings: PerceptionSettings,
+                positions: AgentPositions) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if "actor" in rule.perceivers and event.actor is not None:
+        found.append((event.actor, "actor"))
+    if "target" in rule.perceivers and event.target is not None:
+        found.append((event.target, "target"))
+    point = _point(event)
+    if "nearby" in rule.perceivers and point is not None and settings.max_perceivers:
+        parties = {event.actor, event.target}
+        radius = rule.radius if rule.radius is not None else settings.radius
+        near = positions.within(point, radius, settings.max_perceivers + len(parties))
+        witnesses = [agent for agent in near if agent not in parties]
+        found.extend((agent, "witness") for agent in witnesses[: settings.max_perceivers])
+    return found
+
+
+def _item(event: EngineEvent, rule: EventRule, agent: str, role: str,
+          text: str) -> dict[str, Any]:
+    importance = event.importance if event.importance is not None else rule.importance
+    if importance is not None and role == "witness":
+        importance *= rule.witness_discount
+    metadata: dict[str, Any] = {"attributes": {**event.payload, "eventRole": role}}
+    if event.position is not None:
+        metadata["spatial"] = event.position
+    other = event.actor if role != "actor" else event.target
+    if rule.layer is MemoryLayer.SOCIAL and other is not None:
+        social: dict[str, Any] = {"other_agent_id": other}
+        sentiment = event.payload.get("sentiment")
+        if type(sentiment) in (int, float) and -1.0 <= sentiment <= 1.0:  # type: ignore[operator]
+            social["sentiment"] = float(sentiment)  # type: ignore[arg-type]
+        metadata["social"] = social
+    item: dict[str, Any] = {
+        "agent_id": agent, "content": text, "layer": rule.layer,
+        "tags": list(dict.fromkeys((*rule.tags, *event.tags))),
+        "flagged": event.flagged, "source_event": event.kind, "metadata": metadata,
+    }
+    if importance is not None:
+        item["importance"] = importance
+    if rule.ttl is not None:
+        item["ttl"] = rule.ttl
+    return item
+
+
+def route_events(events: list[EngineEvent], settings: PerceptionSettings,
+                 positions: AgentPositions) -> RoutedFrame:
+    """Route a validated frame (see the module docstring). Pure: changes nothing.
+
+    Raises:
+        InputInvalidError: An event's kind has no rule and there is no ``default_rule``.
+    """
+    items: list[dict[str, Any]] = []
+    event_of: list[int] = []
+    movers: dict[str, NDArray[np.float64]] = {}
+    for i, event in enumerate(events):
+        rule = settings.rule(event.kind)
+        if rule is None:
+            raise InputInvalidError(
+                f"events[{i}]'s kind has no routing rule: add it to "
+                "MemoryConfig.perception.rules or set perception.default_rule",
+                details={"field": "kind", "index": i})
+        text = render_text(event)
+        for agent, role in _perceivers(event, rule, settings, positions):
+            items.append(_item(event, rule, agent, role, text))
+            event_of.append(i)
+        point = _point(event)
+        if settings.track_positions and event.actor is not None and point is not None:
+            movers.pop(event.actor, None)  # the last event of an actor wins
+            movers[event.actor] = point
+    xyz = (np.stack(list(movers.values())) if movers
+           else np.zeros((0, 3), dtype=np.float64))
+    return RoutedFrame(items, event_of, (list(movers), xyz))
