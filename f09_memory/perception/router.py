@@ -36,6 +36,7 @@ from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.perception.events import EngineEvent, render_text
 from f09_memory.perception.positions import AgentPositions
 from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.records import RecordMetadata
 
 __all__ = ["RoutedFrame", "parse_events", "route_events"]
 
@@ -97,31 +98,44 @@ def _perceivers(event: EngineEvent, rule: EventRule, settings: PerceptionSetting
     return found
 
 
-def _item(event: EngineEvent, rule: EventRule, agent: str, role: str,
-          text: str) -> dict[str, Any]:
-    importance = event.importance if event.importance is not None else rule.importance
-    if importance is not None and role == "witness":
-        importance *= rule.witness_discount
-    metadata: dict[str, Any] = {"attributes": {**event.payload, "eventRole": role}}
+def _metadata(event: EngineEvent, rule: EventRule, role: str) -> RecordMetadata:
+    """The metadata of ``role``'s records: one model per event and role."""
+    data: dict[str, Any] = {"attributes": {**event.payload, "eventRole": role}}
     if event.position is not None:
-        metadata["spatial"] = event.position
+        data["spatial"] = event.position
     other = event.actor if role != "actor" else event.target
     if rule.layer is MemoryLayer.SOCIAL and other is not None:
         social: dict[str, Any] = {"other_agent_id": other}
         sentiment = event.payload.get("sentiment")
         if type(sentiment) in (int, float) and -1.0 <= sentiment <= 1.0:  # type: ignore[operator]
             social["sentiment"] = float(sentiment)  # type: ignore[arg-type]
-        metadata["social"] = social
-    item: dict[str, Any] = {
-        "agent_id": agent, "content": text, "layer": rule.layer,
-        "tags": list(dict.fromkeys((*rule.tags, *event.tags))),
-        "flagged": event.flagged, "source_event": event.kind, "metadata": metadata,
-    }
-    if importance is not None:
-        item["importance"] = importance
-    if rule.ttl is not None:
-        item["ttl"] = rule.ttl
-    return item
+        data["social"] = social
+    return RecordMetadata.parse(data)
+
+
+def _items(event: EngineEvent, rule: EventRule,
+           perceivers: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    text = render_text(event)
+    tags = list(dict.fromkeys((*rule.tags, *event.tags)))
+    metas: dict[str, RecordMetadata] = {}
+    items = []
+    for agent, role in perceivers:
+        meta = metas.get(role)
+        if meta is None:
+            meta = metas[role] = _metadata(event, rule, role)
+        importance = event.importance if event.importance is not None else rule.importance
+        if importance is not None and role == "witness":
+            importance *= rule.witness_discount
+        item: dict[str, Any] = {
+            "agent_id": agent, "content": text, "layer": rule.layer, "tags": tags,
+            "flagged": event.flagged, "source_event": event.kind, "metadata": meta,
+        }
+        if importance is not None:
+            item["importance"] = importance
+        if rule.ttl is not None:
+            item["ttl"] = rule.ttl
+        items.append(item)
+    return items
 
 
 def route_events(events: list[EngineEvent], settings: PerceptionSettings,
@@ -141,10 +155,9 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
                 f"events[{i}]'s kind has no routing rule: add it to "
                 "MemoryConfig.perception.rules or set perception.default_rule",
                 details={"field": "kind", "index": i})
-        text = render_text(event)
-        for agent, role in _perceivers(event, rule, settings, positions):
-            items.append(_item(event, rule, agent, role, text))
-            event_of.append(i)
+        made = _items(event, rule, _perceivers(event, rule, settings, positions))
+        items.extend(made)
+        event_of.extend([i] * len(made))
         point = _point(event)
         if settings.track_positions and event.actor is not None and point is not None:
             movers.pop(event.actor, None)  # the last event of an actor wins

@@ -192,10 +192,28 @@ class Redactor:
         out: list[str] = []
         labels: list[tuple[str, ...]] = []
         any_hit = False
+        counts = self.counts
+        # a text that repeats in the batch (one event told to many agents) is redacted once;
+        # each copy still counts its replacements
+        seen: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]] = {}
+        active_labels = [p.label for p in active]
         for text in texts:
             hits: tuple[str, ...] = ()
             if text:
-                text, hits = self._apply(text, active, self.counts)
+                done = seen.get(text)
+                if done is None:
+                    before = [counts[label] for label in active_labels]
+                    red, hits = self._apply(text, active, counts)
+                    made = () if not hits else tuple(
+                        (label, counts[label] - b)
+                        for label, b in zip(active_labels, before, strict=True)
+                        if counts[label] != b)
+                    seen[text] = (red, hits, made)
+                    text = red
+                else:
+                    text, hits, made = done
+                    for label, n in made:
+                        counts[label] += n
             out.append(text)
             labels.append(hits)
             any_hit = any_hit or bool(hits)

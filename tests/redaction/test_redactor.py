@@ -127,3 +127,13 @@ def test_batches_equal_one_by_one_and_a_second_pass_keeps_every_placeholder(
     for text in out:
         assert set(PLACEHOLDER.findall(text)) <= set(
             PLACEHOLDER.findall(Redactor(patterns, key=KEY).redact_text(text)))
+
+
+def test_redact_many_counts_every_copy_of_a_repeated_text_like_redact_one_by_one() -> None:
+    texts = ["mail a@b.example and c@d.example", "plain", "mail a@b.example and c@d.example",
+             "card 4111 1111 1111 1111", "plain", "card 4111 1111 1111 1111"] * 2
+    batch, single = Redactor(["EMAIL", "CARD"]), Redactor(["EMAIL", "CARD"])
+    out, labels = batch.redact_many(texts)
+    assert labels is not None
+    assert [single.redact(t) for t in texts] == list(zip(out, labels, strict=True))
+    assert batch.counts == single.counts and batch.counts["EMAIL"] == 8
