@@ -1,0 +1,284 @@
+"""SocialLedger: one row per (agent, other agent), updated in columnar batches (index 15).
+
+Columns (a :class:`~f09_memory.core.tables.KeyedTable`, so saved, hashed and journaled):
+
+- ``sentiment``, ``trust`` (float64 in [-1, 1], 0 neutral): EMAs of the interactions'
+  sentiment, at the rates the caller passes per interaction (``SocialSettings``);
+- ``direct_weight``, ``hearsay_weight`` (float64, >= 0): the evidence weight seen first hand
+  and by hearsay (the opinion's ``hearsay_share``);
+- ``count``, ``hearsay_count``, ``betrayals`` (int64, >= 0): direct interactions, hearsay
+  heard and betrayals;
+- ``first_at``, ``last_at`` (int64 logical time): the first and latest evidence applied.
+
+:meth:`SocialLedger.apply` updates many rows at once: the interactions on one pair are applied
+in input order, so a batch gives exactly (bit for bit) the values of applying its
+interactions one by one. Distinct pairs are updated together in numpy "rounds" (round ``r``
+applies each pair's ``r``-th interaction of the batch); the few interactions left once
+rounds get small (one pair repeated many times) run in a scalar loop doing the same float
+operations in the same order.
+
+Runtime complexity: ``apply`` O(n log n) for the sort plus O(rounds) numpy passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.core.tables import KeyedTable
+
+__all__ = ["LedgerBatch", "LedgerOutcome", "SocialLedger"]
+
+_SMALL_ROUND = 16
+"""Below this many interactions in a round the rest run in the scalar loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerBatch:
+    """Validated interactions as columns, in application order.
+
+    Attributes:
+        slots: Each interaction's ledger row.
+        sentiment: Its sentiment in [-1, 1].
+        sentiment_rate: Its sentiment EMA rate in [0, 1].
+        trust_rate: Its trust EMA rate in [0, 1].
+        weight: Its evidence weight (>= 0).
+        hearsay: Whether it is hearsay.
+        betrayal_kind: Whether its kind is ``betrayal``.
+        times: Its logical time.
+    """
+
+    slots: NDArray[np.intp]
+    sentiment: NDArray[np.float64]
+    sentiment_rate: NDArray[np.float64]
+    trust_rate: NDArray[np.float64]
+    weight: NDArray[np.float64]
+    hearsay: NDArray[np.bool_]
+    betrayal_kind: NDArray[np.bool_]
+    times: NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerOutcome:
+    """What each interaction saw and left (for the notable-change rules).
+
+    Attributes:
+        trust_before: Trust before it.
+        trust_after: Trust after it.
+        count_before: Direct interactions before it.
+        hearsay_before: Hearsay heard before it.
+        betrayal: Whether it was a betrayal (direct, negative enough, trusted enough).
+    """
+
+    trust_before: NDArray[np.float64]
+    trust_after: NDArray[np.float64]
+    count_before: NDArray[np.int64]
+    hearsay_before: NDArray[np.int64]
+    betrayal: NDArray[np.bool_]
+
+
+class SocialLedger(KeyedTable):
+    """The relationship ledger: key ``(agent_id, other_agent_id)``; see the module docstring.
+
+    Keeps an index of each agent's others (rebuilt with the rows, never saved).
+
+    Args:
+        initial_capacity: Slots allocated at first.
+    """
+
+    NAME: ClassVar[str] = "social"
+    KEY_ARITY: ClassVar[int] = 2
+    FLOATS: ClassVar[tuple[str, ...]] = ("sentiment", "trust", "direct_weight",
+                                         "hearsay_weight")
+    INTS: ClassVar[tuple[str, ...]] = ("count", "hearsay_count", "betrayals", "first_at",
+                                       "last_at")
+
+    def reset(self) -> None:
+        """Back to an empty, never used ledger."""
+        super().reset()
+        self._others: dict[str, dict[str, int]] = {}
+
+    def _new_row(self, key: tuple[str, ...]) -> int:
+        slot = super()._new_row(key)
+        self._others.setdefault(key[0], {})[key[1]] = slot
+        return slot
+
+    def delete(self, keys: Any) -> int:
+        """Remove rows (see :meth:`KeyedTable.delete`), keeping the per-agent index."""
+        keys = list(keys)
+        gone = super().delete(keys)
+        for agent, other in keys:
+            row = self._others.get(agent)
+            if row is not None and other in row and (agent, other) not in self:
+                del row[other]
+                if not row:
+                    del self._others[agent]
+        return gone
+
+    def others(self, agent_id: str) -> dict[str, int]:
+        """The agent's others and their slots (do not mutate)."""
+        return self._others.get(agent_id, {})
+
+    # ------------------------------------------------------------------ rollback
+    def savepoint(self, keys: list[tuple[str, str]]) -> tuple[Any, ...]:
+        """What :meth:`restore` needs to undo changes to the rows of ``keys``; call first."""
+        slot_of = self._slot_of
+        unique = list(dict.fromkeys(keys))
+        slots = np.array([slot_of[k] for k in unique if k in slot_of], dtype=np.intp)
+        created = [k for k in unique if k not in slot_of]
+        return slots, {n: c[slots].copy() for n, c in self._cols.items()}, created, self._used
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        """Undo changes since :meth:`savepoint`: old values back, rows created since gone."""
+        slots, values, created, used = saved
+        self.delete(created)
+        for name, col in self._cols.items():
+            col[slots] = values[name]
+        self.touch(slots)
+        self._used = used
+
+    # ------------------------------------------------------------------ updates
+    def apply(self, batch: LedgerBatch, betrayal_trust: float,
+              betrayal_sentiment: float) -> LedgerOutcome:
+        """Apply validated interactions in order (rows must exist: :meth:`rows`).
+
+        Args:
+            batch: The interactions.
+            betrayal_trust: Trust needed before a betrayal.
+            betrayal_sentiment: Sentiment at most which an interaction can betray.
+
+        Returns:
+            Each interaction's before/after values.
+        """
+        n = batch.slots.shape[0]
+        out = LedgerOutcome(np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64),
+                            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_))
+        if n == 0:
+            return out
+        slots = batch.slots
+        order = np.argsort(slots, kind="stable")
+        ranked = slots[order]
+        starts = np.ones(n, dtype=np.bool_)
+        starts[1:] = ranked[1:] != ranked[:-1]
+        first = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n) - first
+        by_round = np.lexsort((np.arange(n), rank))
+        sizes = np.bincount(rank)
+        done = 0
+        for size in sizes.tolist():
+            if size < _SMALL_ROUND and n - done > size:
+                break
+            self._round(by_round[done:done + size], batch, out, betrayal_trust,
+                        betrayal_sentiment)
+            done += size
+        if done < n:
+            self._scalar(np.sort(by_round[done:]), batch, out, betrayal_trust,
+                         betrayal_sentiment)
+        self.touch(slots)
+        return out
+
+    def _round(self, idx: NDArray[np.intp], b: LedgerBatch, out: LedgerOutcome,
+               betrayal_trust: float, betrayal_sentiment: float) -> None:
+        c = self._cols
+        s = b.slots[idx]
+        x = b.sentiment[idx]
+        hs = b.hearsay[idx]
+        direct = ~hs
+        sent = c["sentiment"][s]
+        trust = c["trust"][s]
+        count = c["count"][s]
+        heard = c["hearsay_count"][s]
+        new_s = np.minimum(np.maximum(sent + b.sentiment_rate[idx] * (x - sent), -1.0), 1.0)
+        new_t = np.minimum(np.maximum(trust + b.trust_rate[idx] * (x - trust), -1.0), 1.0)
+        betrayal = direct & (trust >= betrayal_trust) & (
+            (x <= betrayal_sentiment) | b.betrayal_kind[idx])
+        out.trust_before[idx] = trust
+        out.trust_after[idx] = new_t
+        out.count_before[idx] = count
+        out.hearsay_before[idx] = heard
+        out.betrayal[idx] = betrayal
+        w = b.weight[idx]
+        t = b.times[idx]
+        c["sentiment"][s] = new_s
+        c["trust"][s] = new_t
+        c["count"][s] = count + direct
+        c["hearsay_count"][s] = heard + hs
+        c["betrayals"][s] += betrayal
+        c["direct_weight"][s] += np.where(direct, w, 0.0)
+        c["hearsay_weight"][s] += np.where(hs, w, 0.0)
+        c["first_at"][s] = np.where(count + heard == 0, t, c["first_at"][s])
+        c["last_at"][s] = np.where(count + heard == 0, t, np.maximum(c["last_at"][s], t))
+
+    def _scalar(self, idx: NDArray[np.intp], b: LedgerBatch, out: LedgerOutcome,
+                betrayal_trust: float, betrayal_sentiment: float) -> None:
+        c = self._cols
+        sent_c, trust_c, count_c, heard_c = (c["sentiment"], c["trust"], c["count"],
+                                             c["hearsay_count"])
+        first_c, last_c, betray_c = c["first_at"], c["last_at"], c["betrayals"]
+        dw_c, hw_c = c["direct_weight"], c["hearsay_weight"]
+        for i in idx.tolist():
+            s = int(b.slots[i])
+            x = float(b.sentiment[i])
+            hs = bool(b.hearsay[i])
+            sent = float(sent_c[s])
+            trust = float(trust_c[s])
+            count = int(count_c[s])
+            heard = int(heard_c[s])
+            new_t = min(max(trust + float(b.trust_rate[i]) * (x - trust), -1.0), 1.0)
+            betrayal = (not hs and trust >= betrayal_trust
+                        and (x <= betrayal_sentiment or bool(b.betrayal_kind[i])))
+            out.trust_before[i] = trust
+            out.trust_after[i] = new_t
+            out.count_before[i] = count
+            out.hearsay_before[i] = heard
+            out.betrayal[i] = betrayal
+            sent_c[s] = min(max(sent + float(b.sentiment_rate[i]) * (x - sent), -1.0), 1.0)
+            trust_c[s] = new_t
+            t = int(b.times[i])
+            if count + heard == 0:
+                first_c[s] = t
+                last_c[s] = t
+            else:
+                last_c[s] = max(int(last_c[s]), t)
+            if hs:
+                heard_c[s] = heard + 1
+                hw_c[s] = float(hw_c[s]) + float(b.weight[i])
+            else:
+                count_c[s] = count + 1
+                dw_c[s] = float(dw_c[s]) + float(b.weight[i])
+            betray_c[s] += int(betrayal)
+
+    # ------------------------------------------------------------------ loading
+    def validate(self, columns: dict[str, NDArray[Any]]) -> None:
+        """Refuse loaded rows out of range.
+
+        Raises:
+            ValueError: sentiment or trust outside [-1, 1], a negative weight or count, or
+                ``first_at`` after ``last_at``.
+        """
+        for name in ("sentiment", "trust"):
+            col = columns[name]
+            if col.shape[0] and (col.min() < -1.0 or col.max() > 1.0):
+                raise ValueError(f"{self.NAME}: {name} outside [-1, 1]")
+        for name in ("direct_weight", "hearsay_weight", "count", "hearsay_count",
+                     "betrayals", "first_at"):
+            col = columns[name]
+            if col.shape[0] and col.min() < 0:
+                raise ValueError(f"{self.NAME}: {name} is negative")
+        if (columns["first_at"] > columns["last_at"]).any():
+            raise ValueError(f"{self.NAME}: first_at after last_at")
+        if (columns["betrayals"] > columns["count"]).any():
+            raise ValueError(f"{self.NAME}: more betrayals than interactions")
+
+    def _check(self) -> None:
+        """Assert the base invariants, value ranges and the per-agent index."""
+        super()._check()
+        live = np.array(sorted(self._slot_of.values()), dtype=np.intp)
+        self.validate({n: c[live] for n, c in self._cols.items()})
+        indexed = {(a, o): s for a, row in self._others.items() for o, s in row.items()}
+        assert indexed == self._slot_of
+        assert all(self._others.values())
