@@ -72,7 +72,8 @@ class Interaction(NamedTuple):
     chain: tuple[str, ...] = ()
 
 
-_DEFAULTS: tuple[Any, ...] = (None, "interaction", 1.0, None, ())
+_NO_CHAIN: tuple[str, ...] = ()
+_DEFAULTS: tuple[Any, ...] = (None, "interaction", 1.0, None, _NO_CHAIN)
 """The values of the optional fields, from ``now`` on."""
 
 
@@ -89,6 +90,7 @@ class ParsedBatch:
         times: Each item's logical time.
         chains: Each hearsay item's ``(source, *chain)`` (empty for direct ones).
         hearsay: Whether any item is hearsay.
+        plain: Whether every item is of kind ``interaction`` with weight 1.
     """
 
     agents: list[str]
@@ -99,6 +101,7 @@ class ParsedBatch:
     times: list[int]
     chains: list[tuple[str, ...]]
     hearsay: bool
+    plain: bool
 
 
 def _bad(field: str, rule: str) -> InputInvalidError:
@@ -194,13 +197,15 @@ def parse_interactions(items: object, settings: SocialSettings, limit: int,
     times: list[int] = []
     chains: list[tuple[str, ...]] = []
     hearsay = False
+    plain = True
     for i, item in enumerate(items):
         try:
             if type(item) is tuple and len(item) == 3:  # the common case
                 agent, other, sentiment = item
-                now, kind, weight, source, chain = None, "interaction", 1.0, None, ()
+                now, kind, weight, source, chain = None, "interaction", 1.0, None, _NO_CHAIN
             else:
                 agent, other, sentiment, now, kind, weight, source, chain = _item_fields(item)
+                plain = plain and kind == "interaction" and weight == 1.0
             if not (type(agent) is str and 0 < len(agent) <= limit and agent.isascii()):
                 agent = validate_agent_id(agent, limit)
             if not (type(other) is str and 0 < len(other) <= limit and other.isascii()):
@@ -224,9 +229,9 @@ def parse_interactions(items: object, settings: SocialSettings, limit: int,
                 chains.append(_chain(source, chain, agent, limit, settings))
                 hearsay = True
             else:
-                if source is not None or not _empty(chain):
+                if source is not None or (chain is not _NO_CHAIN and not _empty(chain)):
                     raise _bad("source", "and chain are for hearsay only (kind 'hearsay')")
-                chains.append(())
+                chains.append(_NO_CHAIN)
         except MemoryEngineError as exc:
             raise indexed(exc, i) from None
         agents.append(agent)
@@ -235,5 +240,6 @@ def parse_interactions(items: object, settings: SocialSettings, limit: int,
         kinds.append(kind)
         weights.append(weight)
         times.append(t)
-    return ParsedBatch(agents, others, sentiments, kinds, weights, times, chains, hearsay)
+    return ParsedBatch(agents, others, sentiments, kinds, weights, times, chains, hearsay,
+                       plain and not hearsay)
 

@@ -104,6 +104,9 @@ class SocialLedger(KeyedTable):
     def _new_row(self, key: tuple[str, ...]) -> int:
         slot = super()._new_row(key)
         self._others.setdefault(key[0], {})[key[1]] = slot
+        created = getattr(self, "_created", None)
+        if created is not None:
+            created.append(key)
         return slot
 
     def delete(self, keys: Any) -> int:
@@ -123,27 +126,38 @@ class SocialLedger(KeyedTable):
         return self._others.get(agent_id, {})
 
     # ------------------------------------------------------------------ rollback
-    def savepoint(self, keys: list[tuple[str, str]]) -> tuple[Any, ...]:
-        """What :meth:`restore` needs to undo changes to the rows of ``keys``; call first."""
-        slot_of = self._slot_of
-        unique = list(dict.fromkeys(keys))
-        slots = np.array([slot_of[k] for k in unique if k in slot_of], dtype=np.intp)
-        created = [k for k in unique if k not in slot_of]
-        return slots, {n: c[slots].copy() for n, c in self._cols.items()}, created, self._used
+    def rows_saved(self, keys: list[tuple[str, str]]
+                   ) -> tuple[NDArray[np.intp], tuple[Any, ...]]:
+        """:meth:`rows`, plus what :meth:`restore` needs to undo changes to those rows."""
+        used = self._used
+        self._created: list[tuple[str, ...]] = []
+        try:
+            slots = self.rows(keys)
+            created = self._created
+        finally:
+            del self._created
+        unique = np.unique(slots)
+        return slots, (unique, {n: c[unique].copy() for n, c in self._cols.items()},
+                       created, used)
 
     def restore(self, saved: tuple[Any, ...]) -> None:
-        """Undo changes since :meth:`savepoint`: old values back, rows created since gone."""
+        """Undo changes since :meth:`rows_saved`: old values back, rows created since gone.
+
+        Runtime complexity: O(rows saved).
+        """
         slots, values, created, used = saved
         self.delete(created)
         for name, col in self._cols.items():
             col[slots] = values[name]
-        self.touch(slots)
+        live = np.array([s for s in slots.tolist() if self._keys[s] is not None],
+                        dtype=np.intp)
+        self.touch(live)
         self._used = used
 
     # ------------------------------------------------------------------ updates
     def apply(self, batch: LedgerBatch, betrayal_trust: float,
               betrayal_sentiment: float) -> LedgerOutcome:
-        """Apply validated interactions in order (rows must exist: :meth:`rows`).
+        """Apply validated interactions in order (their rows made and touched by :meth:`rows`).
 
         Args:
             batch: The interactions.
@@ -178,7 +192,6 @@ class SocialLedger(KeyedTable):
         if done < n:
             self._scalar(np.sort(by_round[done:]), batch, out, betrayal_trust,
                          betrayal_sentiment)
-        self.touch(slots)
         return out
 
     def _round(self, idx: NDArray[np.intp], b: LedgerBatch, out: LedgerOutcome,

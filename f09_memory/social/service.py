@@ -94,8 +94,7 @@ class SocialService:
             return []
         ledger = self.ledger
         keys = list(zip(parsed.agents, parsed.others, strict=True))
-        saved = ledger.savepoint(keys)
-        slots = ledger.rows(keys)
+        slots, saved = ledger.rows_saved(keys)
         outcomes = [self._apply_segment(parsed, slots, lo, hi)
                     for lo, hi in self._segments(parsed, keys)]
         out = outcomes[0] if len(outcomes) == 1 else LedgerOutcome(
@@ -107,10 +106,11 @@ class SocialService:
         except BaseException:
             ledger.restore(saved)
             raise
-        self._cleared.update(parsed.agents)
-        self._cleared.update(parsed.others)
-        for chain in parsed.chains:
-            self._cleared.update(chain)
+        if self.writer.ingestor.redactor.enabled:
+            self._cleared.update(parsed.agents)
+            self._cleared.update(parsed.others)
+            for chain in parsed.chains:
+                self._cleared.update(chain)
         events = [SocialChanged(agent_id=parsed.agents[i], other_agent_id=parsed.others[i],
                                 change=change, trust=float(out.trust_after[i]),
                                 record_id=rid)
@@ -144,8 +144,15 @@ class SocialService:
                        hi: int) -> LedgerOutcome:
         s = self.settings
         kw = s.kind_weights
-        weight = [w * kw[k] for w, k in zip(parsed.weights[lo:hi], parsed.kinds[lo:hi],
-                                            strict=True)]
+        if parsed.plain:
+            w = np.full(hi - lo, 1.0 * kw["interaction"])
+            betrayal_kind = np.zeros(hi - lo, dtype=np.bool_)
+        else:
+            w = np.array([w * kw[k] for w, k in zip(parsed.weights[lo:hi],
+                                                     parsed.kinds[lo:hi], strict=True)],
+                         dtype=np.float64)
+            betrayal_kind = np.array([k == "betrayal" for k in parsed.kinds[lo:hi]],
+                                     dtype=np.bool_)
         hearsay = np.zeros(hi - lo, dtype=np.bool_)
         if parsed.hearsay:
             trust = self.ledger.column("trust")
@@ -162,20 +169,19 @@ class SocialService:
                     t = 0.0 if row is None else float(trust[row])
                     discount *= s.hop_factor * (1.0 + t) / 2.0
                     listener = teller
-                weight[j] *= discount
-        w = np.array(weight, dtype=np.float64)
+                w[j] *= discount
         batch = LedgerBatch(
             slots=slots[lo:hi], sentiment=np.array(parsed.sentiments[lo:hi], dtype=np.float64),
             sentiment_rate=np.minimum(s.sentiment_alpha * w, 1.0),
             trust_rate=np.minimum(s.trust_alpha * w, 1.0), weight=w, hearsay=hearsay,
-            betrayal_kind=np.array([k == "betrayal" for k in parsed.kinds[lo:hi]],
-                                   dtype=np.bool_),
+            betrayal_kind=betrayal_kind,
             times=np.array(parsed.times[lo:hi], dtype=np.int64))
         return self.ledger.apply(batch, s.betrayal_trust, s.betrayal_sentiment)
 
     def _changes(self, parsed: ParsedBatch, out: LedgerOutcome) -> list[tuple[int, str]]:
         """The notable changes as ``(item index, change)``, in input order."""
-        hearsay = np.array([bool(c) for c in parsed.chains], dtype=np.bool_)
+        hearsay = (np.array([bool(c) for c in parsed.chains], dtype=np.bool_) if parsed.hearsay
+                   else np.zeros(len(parsed.chains), dtype=np.bool_))
         before = out.count_before + out.hearsay_before
         first_meeting = ~hearsay & (out.count_before == 0)
         first_heard = hearsay & (before == 0)
@@ -199,24 +205,27 @@ class SocialService:
         """Create the changes' social records (all agents checked first); their ids."""
         if not changes or not self.settings.records:
             return [None] * len(changes)
-        groups: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]] = {}
+        per_agent: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
         for n, (i, change) in enumerate(changes):
-            key = (parsed.agents[i], parsed.times[i])
-            groups.setdefault(key, []).append((n, self._record_item(parsed, i, change,
-                                                                     float(trust_after[i]))))
-        pending: dict[tuple[str, int], list[PendingRecord]] = {
-            key: self.writer.validate_items([item for _, item in group])
-            for key, group in groups.items()}
-        per_agent: dict[str, list[PendingRecord]] = {}
-        for (agent, _), items in sorted(pending.items()):
-            per_agent.setdefault(agent, []).extend(items)
+            per_agent.setdefault(parsed.agents[i], []).append(
+                (n, parsed.times[i], self._record_item(parsed, i, change,
+                                                       float(trust_after[i]))))
+        # Each agent's records in input order, in runs of one time (ingest_items takes one).
+        runs: list[tuple[str, int, list[int], list[PendingRecord]]] = []
         store = self.state.store
-        for agent, items in per_agent.items():
-            self.writer.check_capacity(store.get(agent), agent, items)
+        for agent in sorted(per_agent):
+            items = per_agent[agent]
+            pending = self.writer.validate_items([item for _, _, item in items])
+            self.writer.check_capacity(store.get(agent), agent, pending)
+            for n_, (n, t, _) in enumerate(items):
+                if not runs or runs[-1][0] != agent or runs[-1][1] != t:
+                    runs.append((agent, t, [], []))
+                runs[-1][2].append(n)
+                runs[-1][3].append(pending[n_])
         ids: list[str | None] = [None] * len(changes)
-        for key in sorted(pending):
-            made = self.writer.ingest_items(key[0], pending[key], key[1])
-            for (n, _), rid in zip(groups[key], made, strict=True):
+        for agent, t, numbers, pending_run in runs:
+            made = self.writer.ingest_items(agent, pending_run, t)
+            for n, rid in zip(numbers, made, strict=True):
                 ids[n] = rid
         return ids
 
