@@ -21,7 +21,7 @@ True
 (64, 64)
 """
 
-from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
+from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog, SocialChanged
 from f09_memory.config import (
     MemoryConfig,
     PressureProfile,
@@ -73,6 +73,7 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
+from f09_memory.social import Interaction, Opinion
 from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
@@ -93,12 +94,14 @@ __all__ = [
     "EventLog",
     "IngestedRecords",
     "InputInvalidError",
+    "Interaction",
     "LLMClient",
     "MemoryConfig",
     "MemoryEngine",
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "Opinion",
     "PressureProfile",
     "PressureSource",
     "PressureState",
@@ -114,6 +117,7 @@ __all__ = [
     "RetrievedBundle",
     "ScoreWeights",
     "SnapshotInvalidError",
+    "SocialChanged",
     "StorageFailedError",
     "Strategy",
     "SummarizationTask",

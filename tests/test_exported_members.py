@@ -22,6 +22,8 @@ PUBLIC = {
     "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError", "StorageFailedError",
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
     "TypedExtractionPrompt", "TypedExtractionResult",
+    # the social layer (index 15)
+    "Interaction", "Opinion", "SocialChanged",
 }
 
 
