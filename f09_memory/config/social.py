@@ -41,11 +41,11 @@ class SocialSettings(BoundaryModel):
 
     Notable changes create a social record (when ``records`` is on) and emit
     ``memory:social:changed``: the first direct interaction with an agent
-    (``first-meeting``), trust crossing ``trust_threshold`` either way after the first
-    evidence (``trust-flip``), a strongly negative interaction (sentiment at most
-    ``betrayal_sentiment``, or kind ``betrayal``) while trust was at least
-    ``betrayal_trust`` (``betrayal``), and the first hearsay about an agent the listener
-    knew nothing of (``hearsay``).
+    (``first-meeting``); trust passing ``trust_threshold`` by more than ``trust_margin`` to
+    the other side than it last took (``trust-flip``; taking a first side is none); a
+    strongly negative interaction (sentiment at most ``betrayal_sentiment``, or kind
+    ``betrayal``) while trust was at least ``betrayal_trust`` (``betrayal``); and the first
+    hearsay about an agent the listener knew nothing of (``hearsay``).
 
     Raises:
         ConfigInvalidError: A value out of range, a kind name that is not a short
@@ -63,6 +63,9 @@ class SocialSettings(BoundaryModel):
     """Weight per interaction kind; an interaction of a kind not listed is refused."""
     trust_threshold: Annotated[float, Field(ge=-0.99, le=0.99, allow_inf_nan=False)] = 0.0
     """Trust above it is trust; crossing it either way is a ``trust-flip``."""
+    trust_margin: Annotated[float, Field(ge=0.0, le=0.5, allow_inf_nan=False)] = 0.05
+    """Hysteresis: trust must pass ``trust_threshold`` by this much to take a side, and a
+    flip is a change of side, so trust hovering at the threshold does not flip each step."""
     betrayal_trust: Signed = 0.5
     """A betrayal needs trust at least this before the interaction."""
     betrayal_sentiment: Annotated[float, Field(ge=-1.0, le=0.0, allow_inf_nan=False)] = -0.5

@@ -6,7 +6,7 @@ Modules: ``ledger`` (SocialLedger, the state table, and its batch kernel), ``int
 """
 
 from f09_memory.social.interactions import HEARSAY, Interaction, parse_interactions
-from f09_memory.social.ledger import LedgerBatch, LedgerOutcome, SocialLedger
+from f09_memory.social.ledger import LedgerBatch, LedgerOutcome, LedgerRules, SocialLedger
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 from f09_memory.social.service import SocialService
 
@@ -16,6 +16,7 @@ __all__ = [
     "Interaction",
     "LedgerBatch",
     "LedgerOutcome",
+    "LedgerRules",
     "Opinion",
     "SocialLedger",
     "SocialService",

@@ -8,6 +8,9 @@ Columns (a :class:`~f09_memory.core.tables.KeyedTable`, so saved, hashed and jou
   and by hearsay (the opinion's ``hearsay_share``);
 - ``count``, ``hearsay_count``, ``betrayals`` (int64, >= 0): direct interactions, hearsay
   heard and betrayals;
+- ``stance`` (int64 in {-1, 0, 1}): the side of the trust threshold last passed by more than
+  the margin (1 trusted, -1 distrusted, 0 not yet): a trust flip is a change of stance, so
+  trust wandering around the threshold does not flip at every step (hysteresis);
 - ``first_at``, ``last_at`` (int64 logical time): the first and latest evidence applied.
 
 :meth:`SocialLedger.apply` updates many rows at once: the interactions on one pair are applied
@@ -30,7 +33,7 @@ from numpy.typing import NDArray
 
 from f09_memory.core.tables import KeyedTable
 
-__all__ = ["LedgerBatch", "LedgerOutcome", "SocialLedger"]
+__all__ = ["LedgerBatch", "LedgerOutcome", "LedgerRules", "SocialLedger"]
 
 _SMALL_ROUND = 16
 """Below this many interactions in a round the rest run in the scalar loop."""
@@ -62,6 +65,23 @@ class LedgerBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerRules:
+    """The notable-change thresholds the kernel applies (``SocialSettings``).
+
+    Attributes:
+        betrayal_trust: Trust needed before a betrayal.
+        betrayal_sentiment: Sentiment at most which a direct interaction can betray.
+        trust_threshold: The trust threshold of the stance.
+        trust_margin: How far past the threshold trust must go to change the stance.
+    """
+
+    betrayal_trust: float
+    betrayal_sentiment: float
+    trust_threshold: float
+    trust_margin: float
+
+
+@dataclass(frozen=True, slots=True)
 class LedgerOutcome:
     """What each interaction saw and left (for the notable-change rules).
 
@@ -71,6 +91,8 @@ class LedgerOutcome:
         count_before: Direct interactions before it.
         hearsay_before: Hearsay heard before it.
         betrayal: Whether it was a betrayal (direct, negative enough, trusted enough).
+        flip: The trust flip it caused: 1 (came to trust), -1 (stopped trusting), 0 none
+            (a first stance is no flip).
     """
 
     trust_before: NDArray[np.float64]
@@ -78,6 +100,7 @@ class LedgerOutcome:
     count_before: NDArray[np.int64]
     hearsay_before: NDArray[np.int64]
     betrayal: NDArray[np.bool_]
+    flip: NDArray[np.int64]
 
 
 class SocialLedger(KeyedTable):
@@ -94,7 +117,7 @@ class SocialLedger(KeyedTable):
     FLOATS: ClassVar[tuple[str, ...]] = ("sentiment", "trust", "direct_weight",
                                          "hearsay_weight")
     INTS: ClassVar[tuple[str, ...]] = ("count", "hearsay_count", "betrayals", "first_at",
-                                       "last_at")
+                                       "last_at", "stance")
 
     def reset(self) -> None:
         """Back to an empty, never used ledger."""
@@ -155,21 +178,20 @@ class SocialLedger(KeyedTable):
         self._used = used
 
     # ------------------------------------------------------------------ updates
-    def apply(self, batch: LedgerBatch, betrayal_trust: float,
-              betrayal_sentiment: float) -> LedgerOutcome:
+    def apply(self, batch: LedgerBatch, rules: LedgerRules) -> LedgerOutcome:
         """Apply validated interactions in order (their rows made and touched by :meth:`rows`).
 
         Args:
             batch: The interactions.
-            betrayal_trust: Trust needed before a betrayal.
-            betrayal_sentiment: Sentiment at most which an interaction can betray.
+            rules: The betrayal and stance thresholds.
 
         Returns:
             Each interaction's before/after values.
         """
         n = batch.slots.shape[0]
         out = LedgerOutcome(np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64),
-                            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_))
+                            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_),
+                            np.zeros(n, dtype=np.int64))
         if n == 0:
             return out
         slots = batch.slots
@@ -186,16 +208,14 @@ class SocialLedger(KeyedTable):
         for size in sizes.tolist():
             if size < _SMALL_ROUND and n - done > size:
                 break
-            self._round(by_round[done:done + size], batch, out, betrayal_trust,
-                        betrayal_sentiment)
+            self._round(by_round[done:done + size], batch, out, rules)
             done += size
         if done < n:
-            self._scalar(np.sort(by_round[done:]), batch, out, betrayal_trust,
-                         betrayal_sentiment)
+            self._scalar(np.sort(by_round[done:]), batch, out, rules)
         return out
 
     def _round(self, idx: NDArray[np.intp], b: LedgerBatch, out: LedgerOutcome,
-               betrayal_trust: float, betrayal_sentiment: float) -> None:
+               rules: LedgerRules) -> None:
         c = self._cols
         s = b.slots[idx]
         x = b.sentiment[idx]
@@ -207,8 +227,14 @@ class SocialLedger(KeyedTable):
         heard = c["hearsay_count"][s]
         new_s = np.minimum(np.maximum(sent + b.sentiment_rate[idx] * (x - sent), -1.0), 1.0)
         new_t = np.minimum(np.maximum(trust + b.trust_rate[idx] * (x - trust), -1.0), 1.0)
-        betrayal = direct & (trust >= betrayal_trust) & (
-            (x <= betrayal_sentiment) | b.betrayal_kind[idx])
+        betrayal = direct & (trust >= rules.betrayal_trust) & (
+            (x <= rules.betrayal_sentiment) | b.betrayal_kind[idx])
+        stance = c["stance"][s]
+        new_stance = np.where(new_t > rules.trust_threshold + rules.trust_margin, 1,
+                              np.where(new_t < rules.trust_threshold - rules.trust_margin, -1,
+                                       stance))
+        out.flip[idx] = np.where((stance != 0) & (new_stance != stance), new_stance, 0)
+        c["stance"][s] = new_stance
         out.trust_before[idx] = trust
         out.trust_after[idx] = new_t
         out.count_before[idx] = count
@@ -227,12 +253,14 @@ class SocialLedger(KeyedTable):
         c["last_at"][s] = np.where(count + heard == 0, t, np.maximum(c["last_at"][s], t))
 
     def _scalar(self, idx: NDArray[np.intp], b: LedgerBatch, out: LedgerOutcome,
-                betrayal_trust: float, betrayal_sentiment: float) -> None:
+                rules: LedgerRules) -> None:
         c = self._cols
         sent_c, trust_c, count_c, heard_c = (c["sentiment"], c["trust"], c["count"],
                                              c["hearsay_count"])
         first_c, last_c, betray_c = c["first_at"], c["last_at"], c["betrayals"]
-        dw_c, hw_c = c["direct_weight"], c["hearsay_weight"]
+        dw_c, hw_c, stance_c = c["direct_weight"], c["hearsay_weight"], c["stance"]
+        high = rules.trust_threshold + rules.trust_margin
+        low = rules.trust_threshold - rules.trust_margin
         for i in idx.tolist():
             s = int(b.slots[i])
             x = float(b.sentiment[i])
@@ -242,8 +270,12 @@ class SocialLedger(KeyedTable):
             count = int(count_c[s])
             heard = int(heard_c[s])
             new_t = min(max(trust + float(b.trust_rate[i]) * (x - trust), -1.0), 1.0)
-            betrayal = (not hs and trust >= betrayal_trust
-                        and (x <= betrayal_sentiment or bool(b.betrayal_kind[i])))
+            betrayal = (not hs and trust >= rules.betrayal_trust
+                        and (x <= rules.betrayal_sentiment or bool(b.betrayal_kind[i])))
+            stance = int(stance_c[s])
+            new_stance = 1 if new_t > high else -1 if new_t < low else stance
+            out.flip[i] = new_stance if stance != 0 and new_stance != stance else 0
+            stance_c[s] = new_stance
             out.trust_before[i] = trust
             out.trust_after[i] = new_t
             out.count_before[i] = count
@@ -286,6 +318,8 @@ class SocialLedger(KeyedTable):
             raise ValueError(f"{self.NAME}: first_at after last_at")
         if (columns["betrayals"] > columns["count"]).any():
             raise ValueError(f"{self.NAME}: more betrayals than interactions")
+        if (np.abs(columns["stance"]) > 1).any():
+            raise ValueError(f"{self.NAME}: stance outside -1..1")
 
     def _check(self) -> None:
         """Assert the base invariants, value ranges and the per-agent index."""

@@ -28,16 +28,27 @@ from numpy.typing import NDArray
 from f09_memory.bus import SocialChanged
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
-from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import PendingRecord, validate_agent_id
+from f09_memory.errors import CapacityExceededError, InputInvalidError
+from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.records import RecordMetadata, SocialMeta
 from f09_memory.social.interactions import HEARSAY, ParsedBatch, parse_interactions
-from f09_memory.social.ledger import LedgerBatch, LedgerOutcome, SocialLedger
+from f09_memory.social.ledger import LedgerBatch, LedgerOutcome, LedgerRules, SocialLedger
 from f09_memory.social.opinion import Opinion
 
-__all__ = ["SocialService"]
+__all__ = ["SocialService", "record_metadata"]
 
 _ORDERS = ("trust", "count", "recent")
+
+
+def record_metadata(other: str, sentiment: float,
+                    attributes: dict[str, Any]) -> RecordMetadata:
+    """A social record's metadata, built from values validated here (no pydantic pass)."""
+    social = trusted(SocialMeta, {"other_agent_id": other, "sentiment": sentiment})
+    return trusted(RecordMetadata, {
+        "tags": (), "source_event": None, "source_ref_ids": (), "spatial": None,
+        "social": social, "procedural": None, "flagged": False, "attributes": attributes})
 
 
 class SocialService:
@@ -55,6 +66,9 @@ class SocialService:
         self.ledger = SocialLedger()
         state.register(self.ledger)
         self._limit = writer.ingestor.limits.agent_id
+        self._rules = LedgerRules(self.settings.betrayal_trust,
+                                  self.settings.betrayal_sentiment,
+                                  self.settings.trust_threshold, self.settings.trust_margin)
         self._cleared: set[str] = set()
         """Ids that passed the private-data check (a cache: the check is pure)."""
 
@@ -99,11 +113,12 @@ class SocialService:
                     for lo, hi in self._segments(parsed, keys)]
         out = outcomes[0] if len(outcomes) == 1 else LedgerOutcome(
             *(np.concatenate([getattr(o, f) for o in outcomes]) for f in
-              ("trust_before", "trust_after", "count_before", "hearsay_before", "betrayal")))
+              ("trust_before", "trust_after", "count_before", "hearsay_before", "betrayal",
+               "flip")))
         changes = self._changes(parsed, out)
         try:
-            ids = self._records(parsed, changes, out.trust_after)
-        except BaseException:
+            ids = self._records(parsed, changes, out.flip)
+        except (CapacityExceededError, InputInvalidError):  # raised before any record
             ledger.restore(saved)
             raise
         if self.writer.ingestor.redactor.enabled:
@@ -176,7 +191,7 @@ class SocialService:
             trust_rate=np.minimum(s.trust_alpha * w, 1.0), weight=w, hearsay=hearsay,
             betrayal_kind=betrayal_kind,
             times=np.array(parsed.times[lo:hi], dtype=np.int64))
-        return self.ledger.apply(batch, s.betrayal_trust, s.betrayal_sentiment)
+        return self.ledger.apply(batch, self._rules)
 
     def _changes(self, parsed: ParsedBatch, out: LedgerOutcome) -> list[tuple[int, str]]:
         """The notable changes as ``(item index, change)``, in input order."""
@@ -185,8 +200,7 @@ class SocialService:
         before = out.count_before + out.hearsay_before
         first_meeting = ~hearsay & (out.count_before == 0)
         first_heard = hearsay & (before == 0)
-        thr = self.settings.trust_threshold
-        flip = (before > 0) & ((out.trust_before > thr) != (out.trust_after > thr))
+        flip = out.flip != 0
         notable = np.flatnonzero(first_meeting | first_heard | flip | out.betrayal)
         changes: list[tuple[int, str]] = []
         for i in notable.tolist():
@@ -201,36 +215,43 @@ class SocialService:
         return changes
 
     def _records(self, parsed: ParsedBatch, changes: list[tuple[int, str]],
-                 trust_after: NDArray[np.float64]) -> list[str | None]:
-        """Create the changes' social records (all agents checked first); their ids."""
+                 flip: NDArray[np.int64]) -> list[str | None]:
+        """Create the changes' social records; return their ids (``None``: records off).
+
+        The records are stored with one ``ingest_batch`` per run of equal times (each
+        agent's records in input order); ``ingest_batch`` checks every agent's capacity
+        before it stores anything, and with several runs every agent is checked first here.
+
+        Raises:
+            CapacityExceededError: Before any record is stored.
+        """
         if not changes or not self.settings.records:
             return [None] * len(changes)
-        per_agent: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
-        for n, (i, change) in enumerate(changes):
-            per_agent.setdefault(parsed.agents[i], []).append(
-                (n, parsed.times[i], self._record_item(parsed, i, change,
-                                                       float(trust_after[i]))))
-        # Each agent's records in input order, in runs of one time (ingest_items takes one).
-        runs: list[tuple[str, int, list[int], list[PendingRecord]]] = []
-        store = self.state.store
-        for agent in sorted(per_agent):
-            items = per_agent[agent]
-            pending = self.writer.validate_items([item for _, _, item in items])
-            self.writer.check_capacity(store.get(agent), agent, pending)
-            for n_, (n, t, _) in enumerate(items):
-                if not runs or runs[-1][0] != agent or runs[-1][1] != t:
-                    runs.append((agent, t, [], []))
-                runs[-1][2].append(n)
-                runs[-1][3].append(pending[n_])
-        ids: list[str | None] = [None] * len(changes)
-        for agent, t, numbers, pending_run in runs:
-            made = self.writer.ingest_items(agent, pending_run, t)
-            for n, rid in zip(numbers, made, strict=True):
-                ids[n] = rid
+        runs: list[tuple[int, list[dict[str, Any]]]] = []
+        for i, change in changes:
+            t = parsed.times[i]
+            if not runs or runs[-1][0] != t:
+                runs.append((t, []))
+            item = self._record_item(parsed, i, change, int(flip[i]))
+            item["agent_id"] = parsed.agents[i]
+            runs[-1][1].append(item)
+        if len(runs) > 1:
+            per_agent: dict[str, list[dict[str, Any]]] = {}
+            for _, items in runs:
+                for item in items:
+                    per_agent.setdefault(item["agent_id"], []).append(item)
+            store = self.state.store
+            for agent in sorted(per_agent):
+                pending = self.writer.validate_items(
+                    [{k: v for k, v in it.items() if k != "agent_id"} for it in per_agent[agent]])
+                self.writer.check_capacity(store.get(agent), agent, pending)
+        ids: list[str | None] = []
+        for t, items in runs:
+            ids.extend(self.writer.ingest_batch(items, t).ids)
         return ids
 
     def _record_item(self, parsed: ParsedBatch, i: int, change: str,
-                     trust_after: float) -> dict[str, Any]:
+                     flip: int) -> dict[str, Any]:
         s = self.settings
         other = parsed.others[i]
         chain = parsed.chains[i]
@@ -243,7 +264,7 @@ class SocialService:
         elif change == "betrayal":
             content, importance = f"Betrayed by {other}.", s.betrayal_importance
         else:
-            gained = trust_after > s.trust_threshold
+            gained = flip > 0
             content = f"Came to trust {other}." if gained else f"Stopped trusting {other}."
             tags.append("trust-gained" if gained else "trust-lost")
             importance = s.trust_flip_importance
@@ -252,12 +273,9 @@ class SocialService:
                 tags.append(HEARSAY)
             attributes["hearsayDepth"] = len(chain)
             attributes.update({f"via{k}": teller for k, teller in enumerate(chain)})
-        metadata: dict[str, Any] = {
-            "social": {"otherAgentId": other, "sentiment": parsed.sentiments[i]}}
-        if attributes:
-            metadata["attributes"] = attributes
-        return {"content": content, "layer": MemoryLayer.SOCIAL.value, "importance": importance,
-                "tags": tags, "metadata": metadata}
+        return {"content": content, "layer": MemoryLayer.SOCIAL, "importance": importance,
+                "tags": tags, "metadata": record_metadata(other, parsed.sentiments[i],
+                                                          attributes)}
 
     # ------------------------------------------------------------------ reading
     def opinion(self, agent_id: object, other_agent_id: object) -> Opinion:

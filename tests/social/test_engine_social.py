@@ -9,7 +9,9 @@ import pytest
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.bus import SocialChanged
 from f09_memory.errors import CapacityExceededError, InputInvalidError
+from f09_memory.schema.records import RecordMetadata
 from f09_memory.social import Opinion
+from f09_memory.social.service import record_metadata
 
 
 def engine(**social: Any) -> MemoryEngine:
@@ -51,6 +53,17 @@ def test_first_meeting_trust_flip_and_betrayal_make_records_and_events() -> None
     assert tags == [("first-meeting",), ("betrayal",), ("trust-flip", "trust-lost"),
                     ("trust-flip", "trust-gained")]
     mem._check()
+
+
+def test_trust_hovering_at_the_threshold_does_not_flip_every_step() -> None:
+    mem = engine(trust_margin=0.05)
+    out = mem.interact_many([("bob", "ann", 0.3 if i % 2 else -0.3) for i in range(200)],
+                            now=1)
+    assert [c.change for c in out] == ["first-meeting"]
+    no_margin = engine(trust_margin=0.0)
+    out = no_margin.interact_many([("bob", "ann", 0.3 if i % 2 else -0.3)
+                                   for i in range(200)], now=1)
+    assert len(out) > 50  # without hysteresis each step across zero is a flip
 
 
 def test_no_betrayal_without_prior_trust_and_records_can_be_turned_off() -> None:
@@ -141,6 +154,11 @@ def test_records_past_the_ceiling_raise_and_leave_the_ledger_unchanged() -> None
     mem._check()
     mem.interact("bob", "ann", 0.5, now=3)  # not notable: no record needed
     assert mem.opinion("bob", "ann").count == 2
+    # records at several times: every agent is checked before the first is stored
+    with pytest.raises(CapacityExceededError):
+        mem.interact_many([("eve", "ann", 0.5, 4), ("bob", "eve", 0.5, 5)])
+    assert mem.count("eve") == 0 and mem.opinion("eve", "ann").count == 0
+    mem._check()
 
 
 def test_records_are_redacted_and_capped_like_any_social_record() -> None:
@@ -149,3 +167,11 @@ def test_records_are_redacted_and_capped_like_any_social_record() -> None:
     mem.interact_many([("bob", f"npc-{i}", 0.5) for i in range(6)], now=1)
     assert mem.count("bob", "social") <= 4
     assert mem.opinion("bob", "npc-0").count == 1  # the ledger keeps every relationship
+
+
+def test_record_metadata_equals_the_validated_model() -> None:
+    attributes: dict[str, Any] = {"hearsayDepth": 2, "via0": "bob", "via1": "dee"}
+    built = record_metadata("ann", -0.5, attributes)
+    assert built == RecordMetadata.model_validate(
+        {"social": {"otherAgentId": "ann", "sentiment": -0.5}, "attributes": attributes})
+    assert built.to_json_dict() == RecordMetadata.model_validate(built.model_dump()).to_json_dict()

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from f09_memory import MemoryConfig, MemoryEngine
-from f09_memory.social import LedgerBatch, SocialLedger
+from f09_memory.social.ledger import LedgerBatch, LedgerRules, SocialLedger
 
 Q = 1_000_000_000
+RULES = LedgerRules(0.5, -0.5, 0.0, 0.05)
 PEOPLE = ["ann", "bob", "cid", "dee"]
 
 
@@ -45,14 +46,14 @@ items_strategy = st.lists(
 def test_a_batch_equals_applying_its_items_one_by_one(
         items: list[tuple[str, str, float, float, bool, int]]) -> None:
     whole, single = SocialLedger(), SocialLedger()
-    out = whole.apply(batch_of(whole, items), 0.5, -0.5)
+    out = whole.apply(batch_of(whole, items), RULES)
     befores = []
     for item in items:
-        one = single.apply(batch_of(single, [item]), 0.5, -0.5)
-        befores.append((one.trust_before[0], one.trust_after[0], one.betrayal[0]))
+        one = single.apply(batch_of(single, [item]), RULES)
+        befores.append((one.trust_before[0], one.trust_after[0], one.betrayal[0], one.flip[0]))
     assert values(whole) == values(single)  # bit for bit
     assert befores == list(zip(out.trust_before.tolist(), out.trust_after.tolist(),
-                               out.betrayal.tolist(), strict=True))
+                               out.betrayal.tolist(), out.flip.tolist(), strict=True))
     assert whole.digest(Q) == single.digest(Q)
     whole._check()
 
@@ -62,9 +63,9 @@ def test_rounds_and_the_scalar_tail_agree_with_one_by_one() -> None:
     items = [(f"a{i}", "z", 0.5, 1.0, False, i) for i in range(40)]
     items += [("a0", "z", (-1.0) ** i * 0.9, 2.0, i == 7, 100 + i) for i in range(50)]
     whole, single = SocialLedger(), SocialLedger()
-    whole.apply(batch_of(whole, items), 0.5, -0.5)
+    whole.apply(batch_of(whole, items), RULES)
     for item in items:
-        single.apply(batch_of(single, [item]), 0.5, -0.5)
+        single.apply(batch_of(single, [item]), RULES)
     assert values(whole) == values(single)
     assert int(whole.column("count")[whole.slot(("a0", "z"))]) == 51
     assert int(whole.column("first_at")[whole.slot(("a0", "z"))]) == 0
@@ -91,15 +92,15 @@ def test_restore_undoes_values_new_rows_and_the_used_flag() -> None:
     ledger = SocialLedger()
     assert ledger.digest(Q) is None
     slots, saved = ledger.rows_saved([("a", "b")])
-    ledger.apply(batch_of(ledger, [("a", "b", 1.0, 1.0, False, 3)]), 0.5, -0.5)
+    ledger.apply(batch_of(ledger, [("a", "b", 1.0, 1.0, False, 3)]), RULES)
     ledger.restore(saved)
     assert len(ledger) == 0 and ledger.digest(Q) is None and ledger.others("a") == {}
-    ledger.apply(batch_of(ledger, [("a", "b", 1.0, 1.0, False, 3)]), 0.5, -0.5)
+    ledger.apply(batch_of(ledger, [("a", "b", 1.0, 1.0, False, 3)]), RULES)
     before, digest = values(ledger), ledger.digest(Q)
     slots, saved = ledger.rows_saved([("a", "b"), ("a", "c")])
     ledger.apply(LedgerBatch(slots, np.array([-1.0, -1.0]), np.ones(2), np.ones(2),
                              np.ones(2), np.zeros(2, bool), np.zeros(2, bool),
-                             np.array([9, 9])), 0.5, -0.5)
+                             np.array([9, 9])), RULES)
     ledger.restore(saved)
     assert values(ledger) == before and ledger.digest(Q) == digest
     assert list(ledger.others("a")) == ["b"]
@@ -108,10 +109,10 @@ def test_restore_undoes_values_new_rows_and_the_used_flag() -> None:
 
 @pytest.mark.parametrize(("column", "value"), [
     ("sentiment", 1.5), ("trust", -1.01), ("count", -1), ("direct_weight", -0.1),
-    ("first_at", 10), ("betrayals", 5)])
+    ("first_at", 10), ("betrayals", 5), ("stance", 2)])
 def test_loading_refuses_out_of_range_values(column: str, value: float) -> None:
     ledger = SocialLedger()
-    ledger.apply(batch_of(ledger, [("a", "b", 0.5, 1.0, False, 3)]), 0.5, -0.5)
+    ledger.apply(batch_of(ledger, [("a", "b", 0.5, 1.0, False, 3)]), RULES)
     meta, cols = ledger.get_state()
     cols[column] = cols[column].copy()
     cols[column][0] = value
