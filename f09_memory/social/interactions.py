@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from f09_memory._validate import check_now
 from f09_memory.config.social import SocialSettings
 from f09_memory.core.frames import indexed
@@ -165,6 +167,34 @@ def _chain(source: object, chain: object, agent: str, limit: int,
     return out
 
 
+def _plain_frame(items: list[Any] | tuple[Any, ...], limit: int,
+                 default_now: int) -> ParsedBatch | None:
+    """A frame of plain ``(agent, other, sentiment)`` tuples checked column by column.
+
+    ``None`` when the frame is not plain or holds a bad item: the item-by-item path then
+    gives the same batch or raises for the first bad item.
+    """
+    if not all(type(it) is tuple and len(it) == 3 for it in items):
+        return None
+    if not items:
+        return None
+    agents, others, sentiments = (list(col) for col in zip(*items, strict=True))
+    ids = set(agents)
+    ids.update(others)
+    if not set(map(type, ids)) <= {str} or not set(map(type, sentiments)) <= {float, int}:
+        return None
+    if not all(0 < len(i) <= limit and i.isascii() for i in ids):
+        return None
+    if any(map(str.__eq__, agents, others)):
+        return None
+    values = np.array(sentiments, dtype=np.float64)
+    if not ((values >= -1.0) & (values <= 1.0)).all():  # NaN fails too
+        return None
+    n = len(items)
+    return ParsedBatch(agents, others, values.tolist(), ["interaction"] * n, [1.0] * n,
+                       [default_now] * n, [_NO_CHAIN] * n, False, True)
+
+
 def parse_interactions(items: object, settings: SocialSettings, limit: int,
                        default_now: int) -> ParsedBatch:
     """Validate a batch of interactions (all before any is applied).
@@ -187,6 +217,10 @@ def parse_interactions(items: object, settings: SocialSettings, limit: int,
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
         raise _bad("interactions", "must be a list of interactions")
+    if isinstance(items, list | tuple):
+        fast = _plain_frame(items, limit, default_now)
+        if fast is not None:
+            return fast
     kinds_ok = settings.kind_weights
     max_weight = settings.max_weight
     agents: list[str] = []

@@ -40,6 +40,13 @@ def test_tuples_interactions_and_mappings_give_the_same_columns() -> None:
     assert parse([("a", "b", 0.0)]).plain
 
 
+def test_the_columnwise_path_equals_the_item_path() -> None:
+    plain = [("ann", "bob", 0.5), ("bob", "ann", -1), ("cid", "ann", 1.0)]
+    assert parse(plain) == parse([Interaction(*item) for item in plain])
+    assert parse(plain).sentiments == [0.5, -1.0, 1.0]
+    assert type(parse(plain).sentiments[1]) is float
+
+
 BAD: list[tuple[str, Any, str]] = [
     ("nan", ("ann", "bob", math.nan), "sentiment"),
     ("inf", ("ann", "bob", math.inf), "sentiment"),
