@@ -21,7 +21,7 @@ True
 (64, 64)
 """
 
-from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog
+from f09_memory.bus import EVENT_NAMES, EngineBus, EventLog, SocialChanged
 from f09_memory.config import (
     EventRule,
     MemoryConfig,
@@ -76,6 +76,7 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
+from f09_memory.social import Interaction, Opinion
 from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
@@ -98,12 +99,14 @@ __all__ = [
     "EventRule",
     "IngestedRecords",
     "InputInvalidError",
+    "Interaction",
     "LLMClient",
     "MemoryConfig",
     "MemoryEngine",
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "Opinion",
     "PerceptionSettings",
     "PressureProfile",
     "PressureSource",
@@ -120,6 +123,7 @@ __all__ = [
     "RetrievedBundle",
     "ScoreWeights",
     "SnapshotInvalidError",
+    "SocialChanged",
     "StorageFailedError",
     "Strategy",
     "SummarizationTask",

@@ -18,6 +18,7 @@ Events (spec section 10, plus ``memory:pressure:changed`` and ``memory:embedding
     memory:embedding:failed        {agentId, recordIds, reason}
     memory:tick:behind             {ticks, agentsDue, overSoftCaps, pendingSummaries,
                                     embeddingRetries, indexWork}
+    memory:social:changed          {agentId, otherAgentId, change, trust, recordId}
 
 A pattern is an event name, a prefix ending in ``:*`` (``memory:summarization:*``) or
 ``*``; one that matches no declared event raises. Every event is emitted after the state
@@ -55,6 +56,7 @@ __all__ = [
     "RecordRedacted",
     "RecordUpdated",
     "RetrievalPerformed",
+    "SocialChanged",
     "SummarizationCompleted",
     "SummarizationFailed",
     "SummarizationLate",
@@ -239,11 +241,28 @@ class EmbeddingFailed(_Payload):
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SocialChanged(_Payload):
+    """A notable change in an agent's view of another (the social ledger, index 15).
+
+    ``change`` is ``first-meeting``, ``trust-flip``, ``betrayal`` or ``hearsay``; ``trust``
+    is the agent's trust in the other after it; ``record_id`` the social record created
+    (``None`` with ``social.records`` off). Ids and numbers only, never text.
+    """
+
+    name: ClassVar[str] = "memory:social:changed"
+    agent_id: str
+    other_agent_id: str
+    change: str
+    trust: float
+    record_id: str | None = None
+
+
 Event = (
     RecordCreated | RecordExpired | RecordUpdated | RecordRedacted | SummarizationQueued
     | SummarizationCompleted | SummarizationFailed | SummarizationTimedOut | SummarizationLate
     | RetrievalPerformed | MemoryCompaction | DecayApplied | PressureChanged | EmbeddingFailed
-    | TickBehind
+    | TickBehind | SocialChanged
 )
 Handler = Callable[[Any], None]
 
@@ -252,6 +271,7 @@ _PAYLOADS: tuple[type[_Payload], ...] = (
     SummarizationCompleted,
     SummarizationFailed, SummarizationTimedOut, SummarizationLate, RetrievalPerformed,
     MemoryCompaction, DecayApplied, PressureChanged, EmbeddingFailed, TickBehind,
+    SocialChanged,
 )
 EVENT_NAMES: tuple[str, ...] = tuple(p.name for p in _PAYLOADS)
 

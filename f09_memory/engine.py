@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_budget_ms, check_now, parse_layer
-from f09_memory.bus import EngineBus, PressureChanged
+from f09_memory.bus import EngineBus, PressureChanged, SocialChanged
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.claims import ingest_claim
 from f09_memory.core.digest import config_fingerprint, state_hash
@@ -63,6 +63,9 @@ from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.social.interactions import HEARSAY, Interaction
+from f09_memory.social.opinion import AcquaintanceOrder, Opinion
+from f09_memory.social.service import SocialService
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.pipeline import Summarizer
@@ -157,6 +160,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
         self._perception = Perception(self._state, self._writer)
+        self._social = SocialService(self._state, self._writer)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -471,6 +475,106 @@ class MemoryEngine(PersistenceFacade, Journaled):
             lines.append(f"- {rec.content}")
         return build_typed_extraction_prompt("\n".join(lines), today_date=today_date,
                                              redact=self._prompt_redactor.redact_text)
+
+    # ---- social
+    @journaled
+    def interact(self, agent_id: str, other_agent_id: str, sentiment: float, *,
+                 kind: str = "interaction", weight: float = 1.0,
+                 now: int | None = None) -> list[SocialChanged]:
+        """Record one interaction of ``agent_id`` with ``other_agent_id`` (social ledger).
+
+        Moves the agent's sentiment and trust EMAs toward ``sentiment`` (in [-1, 1]) at the
+        rates of ``config.social`` times ``weight`` and the kind's weight; a notable change
+        (first meeting, trust flip, betrayal) creates a social record and emits
+        ``memory:social:changed``. See :meth:`interact_many`. O(1) amortized.
+
+        Returns:
+            The notable changes (``memory:social:changed`` payloads), in order.
+
+        Raises:
+            InputInvalidError: A bad or private id, the same id twice, a sentiment that is
+                not a finite number in [-1, 1], an unknown kind or a bad weight (state
+                unchanged).
+            CapacityExceededError: The agent's record would pass ``max_records_per_agent``.
+        """
+        return self._social.apply(
+            [Interaction(agent_id, other_agent_id, sentiment, None, kind, weight)],
+            self._time(now))
+
+    @journaled
+    def interact_many(self, interactions: Iterable[Interaction | Sequence[Any]
+                                                   | Mapping[str, Any]], *,
+                      now: int | None = None) -> list[SocialChanged]:
+        """Record a batch of interactions, in order, all or nothing.
+
+        Each item is an :class:`~f09_memory.social.Interaction`, a tuple in its field order
+        ``(agent_id, other_agent_id, sentiment[, now[, kind[, weight[, source[, chain]]]]])``
+        or a mapping with those keys (snake_case or camelCase; ``agent_id``,
+        ``other_agent_id`` and ``sentiment`` required; kind ``hearsay`` needs ``source``, see
+        :meth:`hear`). Items without their own ``now`` happen at ``now``. The ledger ends as
+        if the items were applied one by one; distinct pairs are updated in shared numpy
+        passes. Runtime complexity: O(n log n) plus one numpy pass per repetition of a
+        pair in the batch (at least 200k interactions/s in batches of 1,000).
+
+        Returns:
+            The notable changes (``memory:social:changed`` payloads), in input order.
+
+        Raises:
+            InputInvalidError: A malformed or private item (its index in the message; state
+                unchanged).
+            CapacityExceededError: The notable records would pass ``max_records_per_agent``
+                (state unchanged).
+        """
+        return self._social.apply(interactions, self._time(now))
+
+    @journaled
+    def hear(self, agent_id: str, about: str, *, source: str, sentiment: float,
+             chain: Sequence[str] = (), weight: float = 1.0,
+             now: int | None = None) -> list[SocialChanged]:
+        """Record hearsay: ``source`` told ``agent_id`` something of ``sentiment`` about ``about``.
+
+        ``chain`` names who told ``source``, and so on back to the witness (ids; at most
+        ``social.max_hearsay_depth`` with ``source``). Each hop keeps
+        ``social.hop_factor * (1 + trust) / 2`` of the weight, ``trust`` being the hop
+        listener's trust in its teller; the ledger counts it as hearsay (the opinion's
+        ``hearsay_share``), and the first word of an unknown agent (or a trust flip it
+        causes) makes a social record whose attributes keep the chain's ids. O(depth).
+
+        Returns:
+            The notable changes.
+
+        Raises:
+            InputInvalidError: A bad or private id, a chain too deep, repeating an id or
+                naming the agent, or a bad sentiment or weight (state unchanged).
+            CapacityExceededError: The agent's record would pass ``max_records_per_agent``.
+        """
+        item = {"agent_id": agent_id, "other_agent_id": about, "sentiment": sentiment,
+                "kind": HEARSAY, "weight": weight, "source": source, "chain": chain}
+        return self._social.apply([item], self._time(now))
+
+    def opinion(self, agent_id: str, other_agent_id: str) -> Opinion:
+        """What ``agent_id`` thinks of ``other_agent_id`` (neutral, count 0, for a stranger).
+
+        Runtime complexity: O(1).
+
+        Raises:
+            InputInvalidError: An invalid or private id, or the same id twice.
+        """
+        return self._social.opinion(agent_id, other_agent_id)
+
+    def acquaintances(self, agent_id: str, k: int, *, by: AcquaintanceOrder = "trust",
+                      include_hearsay: bool = False) -> list[Opinion]:
+        """The agent's ``k`` first acquaintances by ``by``, as opinions.
+
+        ``by``: ``trust``, ``count`` (direct interactions) or ``recent`` (latest evidence),
+        descending (trust quantized by ``score_quantum``), then the other id ascending.
+        Agents known only by hearsay are left out unless ``include_hearsay``.
+        Runtime complexity: O(m log m) for the agent's m others.
+
+        Raises:
+            InputInvalidError: A bad or private id, a negative ``k`` or an unknown ``by``.
+        """
+        return self._social.acquaintances(agent_id, k, by, include_hearsay)
 
     # ------------------------------------------------------------------ retrieval
     @journaled

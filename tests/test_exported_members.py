@@ -23,6 +23,8 @@ PUBLIC = {
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
     "TypedExtractionPrompt", "TypedExtractionResult",
     "EngineEvent", "EventRule", "PerceptionSettings",
+    # the social layer (index 15)
+    "Interaction", "Opinion", "SocialChanged",
 }
 
 

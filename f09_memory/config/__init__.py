@@ -1,7 +1,8 @@
 """Config (index 2): MemoryConfig, its scoring and pressure tables, and ``MEMORY_*`` env reading.
 
 Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
-TickCosts), ``perception`` (EventRule, PerceptionSettings: engine-event routing), ``tables``
+TickCosts), ``perception`` (EventRule, PerceptionSettings: engine-event routing),
+``social`` (SocialSettings), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
 variable map).
 """
@@ -9,6 +10,7 @@ variable map).
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
 from f09_memory.config.perception import DEFAULT_EVENT_RULES, EventRule, PerceptionSettings
+from f09_memory.config.social import SocialSettings
 from f09_memory.config.tables import (
     CompressionStrategy,
     PressureProfile,
@@ -30,6 +32,7 @@ __all__ = [
     "RetentionPolicy",
     "ScoreWeights",
     "ScoringTables",
+    "SocialSettings",
     "SummarizationMode",
     "TickCosts",
 ]

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.perception import PerceptionSettings
+from f09_memory.config.social import SocialSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
 from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
@@ -278,6 +279,8 @@ class MemoryConfig(_ConfigModel):
     lets more through (then it may differ). 0 turns the check off."""
     tick_costs: TickCosts = Field(default_factory=TickCosts)
     """The tick's cost model (work units per kind of work)."""
+    social: SocialSettings = Field(default_factory=SocialSettings)
+    """The social ledger's rates and notable-change thresholds (``config.social``)."""
     tick_behind_after: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 8
     """``memory:tick:behind`` is emitted when the tick backlog has grown this many ticks in
     a row (and ``TickReport.behind`` is then True)."""

@@ -7,12 +7,15 @@ from collections.abc import Sequence
 from f09_memory import (
     EmbeddingProvider,
     ErrorCode,
+    Interaction,
     MemoryConfig,
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    Opinion,
     RetrievalRequest,
     RetrievedBundle,
+    SocialChanged,
     TickReport,
     bundle_hash,
 )
@@ -33,6 +36,13 @@ report: TickReport = engine.tick(3_000, budget_ms=2.0)
 engine.set_pressure("throttle")
 digest: str = engine.state_hash() + bundle_hash(bundle)
 engine.bind_thread()  # hand the engine to the calling thread
+social: list[SocialChanged] = engine.interact("npc-1", "npc-2", 0.5, kind="gift", now=3_000)
+social += engine.interact_many([("npc-1", "npc-2", -0.2), Interaction("npc-2", "npc-1", 0.1),
+                                {"agentId": "npc-3", "otherAgentId": "npc-1", "sentiment": 0.3,
+                                 "kind": "hearsay", "source": "npc-2"}], now=3_000)
+social += engine.hear("npc-3", "npc-4", source="npc-1", chain=["npc-2"], sentiment=-0.5)
+view: Opinion = engine.opinion("npc-1", "npc-2")
+friends: list[Opinion] = engine.acquaintances("npc-1", 5, by="recent")
 
 
 def on_created(event: RecordCreated) -> None:
