@@ -159,8 +159,8 @@ class MemoryEngine(PersistenceFacade, Journaled):
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
-        self._perception = Perception(self._state, self._writer)
         self._social = SocialService(self._state, self._writer)
+        self._perception = Perception(self._state, self._writer, self._social)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
-from f09_memory.config.perception import PerceptionSettings
+from f09_memory.config.perception import DEFAULT_EVENT_RULES, PerceptionSettings
 from f09_memory.config.social import SocialSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
@@ -326,6 +326,20 @@ class MemoryConfig(_ConfigModel):
     """Longest event line of the summary prompt, after redaction (longer lines are clipped)."""
     summarization_heuristic_max_chars: Annotated[StrictInt, Field(ge=64, le=100_000)] = 600
     """Longest local (heuristic) summary, in characters."""
+
+    @model_validator(mode="after")
+    def _check_ledger_kinds(self) -> MemoryConfig:
+        perception = self.perception
+        kinds = self.social.kind_weights
+        rules = [(f"rules[{kind}]", perception.rule(kind))
+                 for kind in sorted({*perception.rules, *DEFAULT_EVENT_RULES})]
+        for name, rule in [*rules, ("default_rule", perception.default_rule)]:
+            if rule is not None and rule.ledger == "mutual" and rule.ledger_kind not in kinds:
+                raise ConfigInvalidError(
+                    f"perception.{name}.ledger_kind is not a key of social.kind_weights: "
+                    "add the kind there or use one of its keys",
+                    details={"field": "perception"})
+        return self
 
     @model_validator(mode="after")
     def _check_patterns(self) -> MemoryConfig:

@@ -46,6 +46,12 @@ class EventRule(_Settings):
         tags: Tags added to every record of the kind.
         witness_discount: Importance factor for ``nearby`` perceivers (a witness remembers
             less strongly than the parties), applied to a given or hinted importance.
+        ledger: What the event does to the social ledger (``MemoryConfig.social``):
+            ``off``; ``mutual``: actor and target each record an interaction of kind
+            ``ledger_kind`` with the payload's ``sentiment`` (default 0); ``hearsay``: the
+            target hears from the actor about the payload's ``about`` agent.
+        ledger_kind: The ledger's interaction kind for ``mutual`` (a key of
+            ``social.kind_weights``: interaction, trade, help, gift, betrayal).
     """
 
     layer: MemoryLayer = MemoryLayer.EPISODIC
@@ -55,6 +61,8 @@ class EventRule(_Settings):
     ttl: Annotated[StrictInt, Field(ge=1, lt=MAX_LOGICAL_TIME)] | None = None
     tags: tuple[str, ...] = ()
     witness_discount: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    ledger: Literal["off", "mutual", "hearsay"] = "off"
+    ledger_kind: Annotated[str, Field(min_length=1, max_length=32)] = "interaction"
 
     @field_validator("perceivers")
     @classmethod
@@ -71,9 +79,13 @@ class EventRule(_Settings):
 DEFAULT_EVENT_RULES: dict[str, EventRule] = {
     "observation": EventRule(perceivers=("actor",)),
     "speech": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target", "nearby"),
-                        radius=8.0),
-    "interaction": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target")),
-    "gossip": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target")),
+                        radius=8.0, ledger="mutual"),
+    "interaction": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target"),
+                             ledger="mutual"),
+    "trade": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target"),
+                       ledger="mutual", ledger_kind="trade"),
+    "gossip": EventRule(layer=MemoryLayer.SOCIAL, perceivers=("actor", "target"),
+                        ledger="hearsay"),
     "action": EventRule(perceivers=("actor",)),
     "combat": EventRule(perceivers=("actor", "target", "nearby"), importance=0.8,
                         tags=("danger",)),

@@ -13,6 +13,10 @@ Perception reads the positions known when the frame starts; the actors' new posi
 winning. So a frame's routing does not depend on the order of its events' placements, and a
 refused frame moves nobody.
 
+A rule may also feed the social ledger (``EventRule.ledger``): ``mutual`` interactions
+between actor and target, or ``hearsay`` (the target hears from the actor about the payload's
+``about``), with the payload's ``sentiment``.
+
 Each perceiver gets one ingest item (``core.writer`` validates, redacts and stores them all
 or none): the event's text, the rule's layer, ttl and tags plus the event's, the event's
 importance hint (or the rule's; a witness's is scaled by ``witness_discount``), the kind as
@@ -49,11 +53,14 @@ class RoutedFrame:
         items: One ``ingest_batch`` item per (event, perceiver), in event order.
         event_of: The index of the event each item came from.
         moves: ``(actor ids, positions)`` to place once the items are stored.
+        interactions: The social ledger's interactions (``SocialService.apply`` items), in
+            event order.
     """
 
     items: list[dict[str, Any]]
     event_of: list[int]
     moves: tuple[list[str], NDArray[np.float64]]
+    interactions: list[Any]
 
 
 def parse_events(events: object) -> list[EngineEvent]:
@@ -138,6 +145,32 @@ def _items(event: EngineEvent, rule: EventRule,
     return items
 
 
+def _sentiment(event: EngineEvent, i: int) -> float:
+    value = event.payload.get("sentiment", 0.0)
+    if type(value) not in (int, float) or not -1.0 <= value <= 1.0:  # type: ignore[operator]
+        raise InputInvalidError(f"events[{i}].payload.sentiment must be a number in -1..1",
+                                details={"field": "payload.sentiment", "index": i})
+    return float(value)  # type: ignore[arg-type]
+
+
+def _ledger(event: EngineEvent, rule: EventRule, i: int) -> list[Any]:
+    """The ledger interactions of one event (see ``EventRule.ledger``)."""
+    actor, target = event.actor, event.target
+    if rule.ledger == "off" or actor is None or target is None:
+        return []
+    sentiment = _sentiment(event, i)
+    if rule.ledger == "mutual":
+        return [(actor, target, sentiment, None, rule.ledger_kind),
+                (target, actor, sentiment, None, rule.ledger_kind)]
+    about = event.payload.get("about")
+    if not isinstance(about, str) or about in (actor, target) or not about:
+        raise InputInvalidError(
+            f"events[{i}] is hearsay: its payload.about must name the agent talked about "
+            "(neither the actor nor the target)", details={"field": "payload.about", "index": i})
+    return [{"agent_id": target, "other_agent_id": about, "sentiment": sentiment,
+             "kind": "hearsay", "source": actor}]
+
+
 def route_events(events: list[EngineEvent], settings: PerceptionSettings,
                  positions: AgentPositions) -> RoutedFrame:
     """Route a validated frame (see the module docstring). Pure: changes nothing.
@@ -147,6 +180,7 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
     """
     items: list[dict[str, Any]] = []
     event_of: list[int] = []
+    interactions: list[Any] = []
     movers: dict[str, NDArray[np.float64]] = {}
     for i, event in enumerate(events):
         rule = settings.rule(event.kind)
@@ -158,10 +192,11 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
         made = _items(event, rule, _perceivers(event, rule, settings, positions))
         items.extend(made)
         event_of.extend([i] * len(made))
+        interactions.extend(_ledger(event, rule, i))
         point = _point(event)
         if settings.track_positions and event.actor is not None and point is not None:
             movers.pop(event.actor, None)  # the last event of an actor wins
             movers[event.actor] = point
     xyz = (np.stack(list(movers.values())) if movers
            else np.zeros((0, 3), dtype=np.float64))
-    return RoutedFrame(items, event_of, (list(movers), xyz))
+    return RoutedFrame(items, event_of, (list(movers), xyz), interactions)

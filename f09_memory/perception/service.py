@@ -20,6 +20,7 @@ from f09_memory.perception.events import MAX_COORDINATE
 from f09_memory.perception.positions import AgentPositions
 from f09_memory.perception.router import parse_events, route_events
 from f09_memory.schema.records import SpatialMeta
+from f09_memory.social.service import SocialService
 
 __all__ = ["Perception"]
 
@@ -38,9 +39,10 @@ class Perception:
         writer: The write path every record goes through.
     """
 
-    def __init__(self, state: EngineState, writer: Writer) -> None:
+    def __init__(self, state: EngineState, writer: Writer, social: SocialService) -> None:
         self.state = state
         self.writer = writer
+        self.social = social
         self.settings = state.config.perception
         self.positions = AgentPositions()
         state.register(self.positions)
@@ -51,9 +53,13 @@ class Perception:
         Raises:
             InputInvalidError: A malformed event, a kind without a rule, or an item the
                 writer refuses (named by its event's index).
-            CapacityExceededError: An agent would pass ``max_records_per_agent``.
+            CapacityExceededError: An agent would pass ``max_records_per_agent`` (checked
+                before anything is stored; the social layer's notable records are checked
+                after the event's records are stored, and only the ledger is rolled back).
         """
         frame = route_events(parse_events(events), self.settings, self.positions)
+        if frame.interactions:  # checked before anything is stored
+            self.social.check(frame.interactions, now)
         try:
             records = self.writer.ingest_batch(frame.items, now)
         except MemoryEngineError as exc:
@@ -63,6 +69,8 @@ class Perception:
                 raise type(exc)(f"events[{event}]: {exc.message}",
                                 details={**exc.details, "index": event}) from exc
             raise
+        if frame.interactions:
+            self.social.apply(frame.interactions, now)
         movers, xyz = frame.moves
         if movers:
             self.positions.place(movers, xyz, now)

@@ -91,6 +91,16 @@ class SocialService:
         return agent, other
 
     # ------------------------------------------------------------------ writing
+    def check(self, items: object, now: int) -> None:
+        """Raise what :meth:`apply` would raise for malformed ``items``; change nothing.
+
+        Raises:
+            InputInvalidError: A malformed item or a private id.
+        """
+        parsed = parse_interactions(items, self.settings, self._limit, now)
+        self._refuse_private(parsed.agents, "agent_id")
+        self._refuse_private(parsed.others, "other_agent_id")
+
     def apply(self, items: object, now: int) -> list[SocialChanged]:
         """Validate and apply a batch of interactions; return the notable changes in order.
 

@@ -203,3 +203,52 @@ def test_a_new_engine_state_hash_is_unchanged_by_the_unused_positions_table() ->
     b.ingest("npc", "hello", now=1)
     b.place({}, now=1)
     assert a.state_hash() == b.state_hash()
+
+
+def test_social_kinds_feed_the_ledger_mutually_and_gossip_as_hearsay() -> None:
+    engine = crowd()
+    engine.ingest_events([
+        {"kind": "trade", "actor": "bob", "target": "ann", "payload": {"sentiment": 0.6}},
+        {"kind": "speech", "actor": "bob", "target": "ann", "text": "Thanks!",
+         "payload": {"sentiment": 0.9}},
+        {"kind": "gossip", "actor": "ann", "target": "cid", "text": "Bob is honest.",
+         "payload": {"about": "bob", "sentiment": 0.8}},
+        {"kind": "speech", "actor": "cid", "text": "Hello, anyone?", "position": (0, 0)},
+    ], now=10)
+    ann, bob = engine.opinion("ann", "bob"), engine.opinion("bob", "ann")
+    assert 2 == ann.count == bob.count and ann.sentiment == bob.sentiment > 0
+    heard = engine.opinion("cid", "bob")
+    assert 0 == heard.count and 1 == heard.hearsay_count and heard.sentiment > 0
+    assert 0 == engine.opinion("cid", "ann").count  # cid only listened: no interaction
+    assert 0 == engine.opinion("ann", "cid").count
+
+
+@pytest.mark.parametrize("payload", [{"sentiment": 2}, {"sentiment": "good"},
+                                     {"sentiment": float("nan")}])
+def test_a_bad_sentiment_refuses_the_frame(payload: Any) -> None:
+    engine = crowd()
+    before = engine.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        engine.ingest_events([{"kind": "observation", "actor": "bob", "text": "Rain."},
+                              {"kind": "trade", "actor": "bob", "target": "ann",
+                               "payload": payload}], now=1)
+    assert "events[1]" in info.value.message
+    assert before == engine.state_hash() and 0 == engine.opinion("bob", "ann").count
+
+
+@pytest.mark.parametrize("about", [None, "", "ann", "cid", 3])
+def test_gossip_must_name_a_third_agent(about: Any) -> None:
+    engine = crowd()
+    payload = {} if about is None else {"about": about}
+    with pytest.raises(MemoryEngineError) as info:
+        engine.ingest_event({"kind": "gossip", "actor": "ann", "target": "cid",
+                             "payload": payload}, now=1)
+    assert "payload.about" in info.value.message and 0 == engine.count("cid")
+
+
+def test_a_ledger_kind_the_social_settings_lack_is_a_config_error() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(perception={"rules": {"hug": {"ledger": "mutual", "ledger_kind": "hug"}}})
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+    with pytest.raises(MemoryEngineError):
+        MemoryConfig(social={"kind_weights": {"interaction": 1.0, "hearsay": 0.5}})  # trade
