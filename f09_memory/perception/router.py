@@ -150,7 +150,7 @@ def _sentiment(event: EngineEvent, i: int) -> float:
     if type(value) not in (int, float) or not -1.0 <= value <= 1.0:  # type: ignore[operator]
         raise InputInvalidError(f"events[{i}].payload.sentiment must be a number in -1..1",
                                 details={"field": "payload.sentiment", "index": i})
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def _ledger(event: EngineEvent, rule: EventRule, i: int) -> list[Any]:
