@@ -1,13 +1,14 @@
 """Config (index 2): MemoryConfig, its scoring and pressure tables, and ``MEMORY_*`` env reading.
 
 Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
-TickCosts), ``tables``
+TickCosts), ``spatial`` (SpatialSettings), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
 variable map).
 """
 
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
+from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import (
     CompressionStrategy,
     PressureProfile,
@@ -26,6 +27,7 @@ __all__ = [
     "RetentionPolicy",
     "ScoreWeights",
     "ScoringTables",
+    "SpatialSettings",
     "SummarizationMode",
     "TickCosts",
 ]

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
+from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
 from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
@@ -243,6 +244,8 @@ class MemoryConfig(_ConfigModel):
     on; ``propagate`` re-raises it after the state change and all other handlers are done."""
     importance: ImportanceSettings = Field(default_factory=ImportanceSettings)
     scoring: ScoringTables = Field(default_factory=ScoringTables)
+    spatial: SpatialSettings = Field(default_factory=SpatialSettings)
+    """The spatial layer: grid cell size, navigation proximity scale, physics-event flags."""
 
     # embedding and vector index (index 6, 7)
     embedding_batch_size: Annotated[StrictInt, Field(ge=1, le=100_000)] = 64

@@ -657,7 +657,8 @@ class Ingestor:
         """The metadata's sparse part, redacted, and the labels of what was replaced.
 
         Redacted: attribute keys and string values, ``source_ref_ids``,
-        ``social.other_agent_id`` and ``procedural.pattern_id`` (all host-given text).
+        ``social.other_agent_id``, ``procedural.pattern_id`` and ``spatial.region`` (all
+        host-given text).
         """
         redactor = self.redactor
         if not redactor.enabled:
@@ -696,7 +697,13 @@ class Ingestor:
             if h:
                 hits += h
                 procedural = procedural.model_copy(update={"pattern_id": pattern_id})
-        return RecordExtra(refs, meta.spatial, social, procedural, attrs), hits
+        spatial = meta.spatial
+        if spatial is not None and spatial.region:
+            region, h = redact(spatial.region)
+            if h:
+                hits += h
+                spatial = spatial.model_copy(update={"region": region})
+        return RecordExtra(refs, spatial, social, procedural, attrs), hits
 
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         counter = self.counter
