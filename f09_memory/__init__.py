@@ -73,6 +73,7 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
+from f09_memory.spatial import Nearby, PhysicsEvent
 from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
@@ -99,6 +100,8 @@ __all__ = [
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "Nearby",
+    "PhysicsEvent",
     "PressureProfile",
     "PressureSource",
     "PressureState",

@@ -21,7 +21,7 @@ PUBLIC = {
     "InputInvalidError", "RecordNotFoundError", "RedactionPatternInvalidError",
     "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError", "StorageFailedError",
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
-    "TypedExtractionPrompt", "TypedExtractionResult",
+    "TypedExtractionPrompt", "TypedExtractionResult", "Nearby", "PhysicsEvent",
 }
 
 

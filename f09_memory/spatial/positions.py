@@ -1,0 +1,242 @@
+"""Position columns of one agent's records, derived from their spatial metadata, and its grid.
+
+**Derived, not stored.** A record's position is its ``metadata.spatial`` (``SpatialMeta``:
+x, y, z, region), which the store already keeps in its sparse ``extras``: that copy is in
+snapshots, in the record digests of ``state_hash`` and in the durable journal, and it is
+redacted at ingest. The columns here (``x``, ``y``, ``z`` float64, ``has`` bool, ``region``
+int32, -1 for none) are a cache derived from it, one row per store slot, so:
+
+- snapshots, record digests and durable effects do not change (no new ``AgentMemory``
+  column, no new mutator to journal, no snapshot format version): existing snapshots load,
+  existing hashes stay, and replay needs nothing;
+- they can never disagree with the records: :meth:`AgentPositions.sync` compares the
+  store's per-slot revision (``AgentMemory.rev``, changed by every add, update, removal and
+  slot reuse) with the revision each row was derived from and re-derives the rows that
+  moved; an unchanged agent (its ``next_rev`` is the one last seen) costs O(1);
+- a restore builds new ``AgentMemory`` objects, so rows derived from an old one are never
+  reused (the owner is compared by identity).
+
+The price is a Python step per changed record at the next query (a few hundred ns) instead
+of at ingest; a crowd that moves every frame pays it where it queries.
+
+**Regions** are interned to small ints per engine (:class:`RegionTable`, first-seen order).
+The ids are a process-local cache key: nothing hashes, saves or returns them.
+
+**Grid.** A uniform grid of ``cell_size`` (``SpatialSettings``): each positioned live slot
+gets a cell key ``(cx << 42) | (cy << 21) | cz`` (cell coordinates clipped to 21 bits, so
+far-away points share the edge cells and are still found); the keys are sorted once per
+change of the agent's positions (``np.argsort``, stable), and a query box becomes one
+``searchsorted`` range per (cx, cy) column of cells. A box of more cells than the agent has
+positioned records is answered by a scan of them instead (same result).
+
+Runtime complexity: ``sync`` O(1) unchanged, else O(hi) numpy plus O(changed) Python;
+grid build O(n log n); ``candidates`` O(cells + found).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.store.agent import AgentMemory
+
+__all__ = ["AgentPositions", "RegionTable", "distances", "proximity_of"]
+
+_BITS = 21
+_HALF = 1 << (_BITS - 1)
+_LOW = -_HALF
+_HIGH = _HALF - 1
+
+
+class RegionTable:
+    """Region names interned to ints (``-1``: none), in first-seen order, per engine."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def id_of(self, name: str | None) -> int:
+        """The id of ``name`` (created on first sight), ``-1`` for ``None``."""
+        if name is None:
+            return -1
+        found = self._ids.get(name)
+        if found is None:
+            found = self._ids[name] = len(self._ids)
+        return found
+
+    def find(self, name: str) -> int | None:
+        """The id of ``name`` when it was ever seen, else ``None`` (no record has it)."""
+        return self._ids.get(name)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+def distances(x: NDArray[np.float64], y: NDArray[np.float64], z: NDArray[np.float64],
+              at: tuple[float, float, float]) -> NDArray[np.float64]:
+    """Euclidean distances from ``at`` (``inf`` where the squares overflow float64)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d2 = (x - at[0]) ** 2
+        d2 += (y - at[1]) ** 2
+        d2 += (z - at[2]) ** 2
+        out: NDArray[np.float64] = np.sqrt(d2)
+    return out
+
+
+def proximity_of(d: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
+    """The proximity term ``1 / (1 + (d / scale)**2)``: 1 at the spot, 0.5 at ``scale``."""
+    with np.errstate(over="ignore"):
+        r = d / scale
+        r *= r
+    r += 1.0
+    out: NDArray[np.float64] = np.reciprocal(r)
+    return out
+
+
+def _cells(v: NDArray[np.float64], cell: float) -> NDArray[np.int64]:
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = np.floor(v / cell)
+    np.clip(c, _LOW, _HIGH, out=c)
+    out: NDArray[np.int64] = c.astype(np.int64) + _HALF
+    return out
+
+
+def _cell(v: float, cell: float) -> int:
+    c = math.floor(v / cell) if math.isfinite(v / cell) else (_LOW if v < 0 else _HIGH)
+    return min(max(c, _LOW), _HIGH) + _HALF
+
+
+class AgentPositions:
+    """The derived position columns and grid of one agent (see the module docstring).
+
+    Args:
+        am: The agent's store (compared by identity: a restored store gets new rows).
+        regions: The engine's region ids.
+        cell_size: The grid's cell edge.
+    """
+
+    __slots__ = ("_grid_keys", "_grid_slots", "am", "cell_size", "has", "next_rev",
+                 "positioned", "region", "regions", "rev", "x", "y", "z")
+
+    def __init__(self, am: AgentMemory, regions: RegionTable, cell_size: float) -> None:
+        self.am = am
+        self.regions = regions
+        self.cell_size = cell_size
+        self.next_rev = -1
+        n = am.capacity
+        self.rev = np.full(n, -1, dtype=np.int64)
+        self.x = np.zeros(n, dtype=np.float64)
+        self.y = np.zeros(n, dtype=np.float64)
+        self.z = np.zeros(n, dtype=np.float64)
+        self.has = np.zeros(n, dtype=np.bool_)
+        self.region = np.full(n, -1, dtype=np.int32)
+        self.positioned = 0
+        self._grid_keys: NDArray[np.int64] | None = None
+        self._grid_slots: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+
+    def _grow(self, n: int) -> None:
+        def grown(arr: NDArray[np.generic], fill: int | float) -> NDArray[np.generic]:
+            out = np.full(n, fill, dtype=arr.dtype)
+            out[: arr.shape[0]] = arr
+            return out
+
+        self.rev = grown(self.rev, -1)  # type: ignore[assignment]
+        self.x = grown(self.x, 0.0)  # type: ignore[assignment]
+        self.y = grown(self.y, 0.0)  # type: ignore[assignment]
+        self.z = grown(self.z, 0.0)  # type: ignore[assignment]
+        self.has = grown(self.has, False)  # type: ignore[assignment]
+        self.region = grown(self.region, -1)  # type: ignore[assignment]
+
+    def sync(self) -> None:
+        """Re-derive the rows whose record changed since the last sync. O(1) if none did."""
+        am = self.am
+        if self.next_rev == am.next_rev:
+            return
+        if am.capacity > self.rev.shape[0]:
+            self._grow(am.capacity)
+        hi = am.hi
+        changed = np.flatnonzero(self.rev[:hi] != am.rev[:hi]).tolist()
+        moved = False
+        extras, alive, keys = am.extras, am.alive, am.key
+        for slot in changed:
+            meta = None
+            if alive.item(slot):
+                extra = extras.get(keys.item(slot))
+                if extra is not None:
+                    meta = extra.spatial
+            had = self.has.item(slot)
+            if meta is None:
+                if had:
+                    self.has[slot] = False
+                    self.region[slot] = -1
+                    self.positioned -= 1
+                    moved = True
+            else:
+                self.x[slot] = meta.x
+                self.y[slot] = meta.y
+                self.z[slot] = meta.z
+                self.region[slot] = self.regions.id_of(meta.region)
+                if not had:
+                    self.has[slot] = True
+                    self.positioned += 1
+                moved = True
+            self.rev[slot] = am.rev.item(slot)
+        if moved:
+            self._grid_keys = None
+        self.next_rev = am.next_rev
+
+    # ------------------------------------------------------------------ grid
+    def _grid(self) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+        if self._grid_keys is None:
+            hi = self.am.hi
+            slots = np.flatnonzero(self.has[:hi])
+            cell = self.cell_size
+            keys = (_cells(self.x[slots], cell) << (2 * _BITS)) | (
+                _cells(self.y[slots], cell) << _BITS) | _cells(self.z[slots], cell)
+            order = np.argsort(keys, kind="stable")
+            self._grid_keys = keys[order]
+            self._grid_slots = slots[order]
+        return self._grid_keys, self._grid_slots
+
+    def candidates(self, at: tuple[float, float, float], radius: float) -> NDArray[np.intp]:
+        """Positioned slots in the grid cells the box ``at +- radius`` covers (ascending).
+
+        A superset of the slots within ``radius`` (callers check the exact distance).
+        """
+        keys, slots = self._grid()
+        if slots.shape[0] == 0:
+            return slots
+        cell = self.cell_size
+        lo = [_cell(c - radius, cell) for c in at]
+        hi = [_cell(c + radius, cell) for c in at]
+        nx, ny = hi[0] - lo[0] + 1, hi[1] - lo[1] + 1
+        if nx * ny > slots.shape[0]:  # more cell columns than records: scan them all
+            return np.sort(slots)
+        cx = np.arange(lo[0], hi[0] + 1, dtype=np.int64)
+        cy = np.arange(lo[1], hi[1] + 1, dtype=np.int64)
+        columns = ((cx[:, None] << (2 * _BITS)) | (cy[None, :] << _BITS)).reshape(-1)
+        starts = np.searchsorted(keys, columns | lo[2], side="left")
+        ends = np.searchsorted(keys, columns | hi[2], side="right")
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.intp)
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        found: NDArray[np.intp] = slots[offsets + np.arange(total)]
+        found.sort()
+        return found
+
+    def _check(self) -> None:
+        """Assert the rows match the records (after a :meth:`sync`)."""
+        am = self.am
+        hi = am.hi
+        for slot in range(hi):
+            meta = None
+            if am.alive[slot]:
+                extra = am.extras.get(int(am.key[slot]))
+                meta = None if extra is None else extra.spatial
+            assert bool(self.has[slot]) == (meta is not None), "position row drifted"
+            if meta is not None:
+                assert (self.x[slot], self.y[slot], self.z[slot]) == (meta.x, meta.y, meta.z)
+        assert int(self.has[:hi].sum()) == self.positioned
