@@ -73,7 +73,7 @@ from f09_memory.schema import (
     SummarizationTask,
     TaskStatus,
 )
-from f09_memory.spatial import Nearby, PhysicsEvent
+from f09_memory.spatial import Nearby, NearbyRecords, PhysicsEvent
 from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
@@ -101,6 +101,7 @@ __all__ = [
     "MemoryLayer",
     "MemoryRecord",
     "Nearby",
+    "NearbyRecords",
     "PhysicsEvent",
     "PressureProfile",
     "PressureSource",

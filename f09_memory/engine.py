@@ -62,7 +62,7 @@ from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.spatial.physics import PhysicsEvent
-from f09_memory.spatial.service import Nearby, SpatialService
+from f09_memory.spatial.service import NearbyRecords, SpatialService
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.pipeline import Summarizer
@@ -444,7 +444,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
         k: int,
         layer: MemoryLayer | str | None = None,
         now: int | None = None,
-    ) -> list[Nearby]:
+    ) -> NearbyRecords:
         """The agent's ``k`` nearest live records within ``radius`` of ``position``.
 
         Records have a position when their ``metadata.spatial`` is set (any layer); records
@@ -454,10 +454,12 @@ class MemoryEngine(PersistenceFacade, Journaled):
         Ordering guarantee: distance quantized with ``score_quantum``, then record id.
         Runtime complexity: O(cells of the query box + records in them) numpy on a uniform
         grid (``SpatialSettings.cell_size``), rebuilt O(n log n) after the agent's
-        positioned records change; only the ``k`` records returned are built.
+        positioned records change (agents under ``grid_min_records`` are scanned in one
+        vectorized pass instead); the records are built only when read.
 
         Returns:
-            ``Nearby(record, distance)`` pairs, nearest first.
+            ``Nearby(record, distance)`` pairs, nearest first, as a sequence whose ``ids``
+            and ``distances`` are ready and whose records are built on access.
 
         Raises:
             InputInvalidError: ``position`` is not 2 or 3 finite numbers, ``radius`` is

@@ -21,7 +21,8 @@ PUBLIC = {
     "InputInvalidError", "RecordNotFoundError", "RedactionPatternInvalidError",
     "RetentionViolationError", "RetrievalEmptyError", "SnapshotInvalidError", "StorageFailedError",
     "SummaryFailedError", "SummaryLockedError", "SummaryOutcome", "TokenBudgetUndefinedError",
-    "TypedExtractionPrompt", "TypedExtractionResult", "Nearby", "PhysicsEvent",
+    "TypedExtractionPrompt", "TypedExtractionResult", "Nearby", "NearbyRecords",
+    "PhysicsEvent",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, StrictInt
 
 from f09_memory.errors import ErrorCode
 from f09_memory.schema.base import BoundaryModel
@@ -28,6 +28,8 @@ class SpatialSettings(BoundaryModel):
     Attributes:
         cell_size: Edge of a cell of the per-agent uniform grid (world units). Choose about
             the usual ``nearby`` radius: a query reads the cells its box covers.
+        grid_min_records: Agents with at least this many positioned records get the grid;
+            smaller ones are scanned (one vectorized pass beats the cell lookups there).
         proximity_scale: Distance at which the navigation proximity term is 0.5
             (``proximity = 1 / (1 + (d / scale)**2)``).
         ingest_boundary_crossings: Store a record for a movement whose region changes and
@@ -47,6 +49,7 @@ class SpatialSettings(BoundaryModel):
     _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_CONFIG_INVALID
 
     cell_size: _Length = 8.0
+    grid_min_records: Annotated[StrictInt, Field(ge=0, le=10_000_000)] = 1024
     proximity_scale: _Length = 10.0
     ingest_boundary_crossings: StrictBool = True
     ingest_first_contact: StrictBool = True

@@ -6,7 +6,7 @@ hash; RegionTable; distances, proximity_of), ``physics`` (PhysicsEvent, physics_
 pure adapter from physics/collision/boundary events to spatial ingest items, ContactTable:
 the contact classes each agent touched, a state table), ``service`` (SpatialService behind
 ``MemoryEngine.nearby`` / ``ingest_physics`` and the ``navigation`` proximity term; Nearby,
-check_position).
+check_position, NearbyRecords: the lazy answer).
 """
 
 from f09_memory.spatial.physics import (
@@ -17,12 +17,19 @@ from f09_memory.spatial.physics import (
     physics_items,
 )
 from f09_memory.spatial.positions import AgentPositions, RegionTable, distances, proximity_of
-from f09_memory.spatial.service import Nearby, Position, SpatialService, check_position
+from f09_memory.spatial.service import (
+    Nearby,
+    NearbyRecords,
+    Position,
+    SpatialService,
+    check_position,
+)
 
 __all__ = [
     "AgentPositions",
     "ContactTable",
     "Nearby",
+    "NearbyRecords",
     "PhysicsEvent",
     "PhysicsPlan",
     "Position",

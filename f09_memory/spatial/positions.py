@@ -42,12 +42,14 @@ from numpy.typing import NDArray
 
 from f09_memory.store.agent import AgentMemory
 
-__all__ = ["AgentPositions", "RegionTable", "distances", "proximity_of"]
+__all__ = ["CLAMP", "AgentPositions", "RegionTable", "distances", "proximity_of"]
 
 _BITS = 21
 _HALF = 1 << (_BITS - 1)
 _LOW = -_HALF
 _HIGH = _HALF - 1
+CLAMP = 1e150
+"""Coordinates are clamped to +-CLAMP for distances (far beyond any world; no overflow)."""
 
 
 class RegionTable:
@@ -107,6 +109,30 @@ def _cell(v: float, cell: float) -> int:
     return min(max(c, _LOW), _HIGH) + _HALF
 
 
+class _Compact:
+    """The positioned live records of an agent, packed (rebuilt when one changes)."""
+
+    __slots__ = ("deadline", "flat", "grid_keys", "grid_rows", "key", "layer", "min_deadline",
+                 "slots", "xyz")
+
+    def __init__(self, slots: NDArray[np.intp], xyz: list[NDArray[np.float64]],
+                 key: NDArray[np.int64], deadline: NDArray[np.int64],
+                 layer: NDArray[np.int8]) -> None:
+        self.slots = slots
+        self.xyz = xyz
+        """x, y, z of the rows, clamped to +-CLAMP."""
+        self.key = key
+        self.deadline = deadline
+        self.layer = layer
+        self.flat = not xyz[2].any()
+        """Whether every z is 0 (a 2-D world: distances skip z when the query's z is 0)."""
+        self.min_deadline = int(deadline.min()) if deadline.shape[0] else 2**63 - 1
+        self.grid_keys: NDArray[np.int64] | None = None
+        """Cell keys of the rows in ascending order (agents of ``grid_min`` rows or more)."""
+        self.grid_rows: NDArray[np.intp] | None = None
+        """The rows in cell-key order."""
+
+
 class AgentPositions:
     """The derived position columns and grid of one agent (see the module docstring).
 
@@ -114,15 +140,18 @@ class AgentPositions:
         am: The agent's store (compared by identity: a restored store gets new rows).
         regions: The engine's region ids.
         cell_size: The grid's cell edge.
+        grid_min: Agents with fewer positioned records are scanned (no grid).
     """
 
-    __slots__ = ("_grid_keys", "_grid_slots", "am", "cell_size", "has", "next_rev",
-                 "positioned", "region", "regions", "rev", "x", "y", "z")
+    __slots__ = ("_packed", "am", "cell_size", "grid_min", "has", "next_rev", "positioned",
+                 "region", "regions", "rev", "x", "y", "z")
 
-    def __init__(self, am: AgentMemory, regions: RegionTable, cell_size: float) -> None:
+    def __init__(self, am: AgentMemory, regions: RegionTable, cell_size: float,
+                 grid_min: int = 1024) -> None:
         self.am = am
         self.regions = regions
         self.cell_size = cell_size
+        self.grid_min = grid_min
         self.next_rev = -1
         n = am.capacity
         self.rev = np.full(n, -1, dtype=np.int64)
@@ -132,8 +161,7 @@ class AgentPositions:
         self.has = np.zeros(n, dtype=np.bool_)
         self.region = np.full(n, -1, dtype=np.int32)
         self.positioned = 0
-        self._grid_keys: NDArray[np.int64] | None = None
-        self._grid_slots: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._packed: _Compact | None = None
 
     def _grow(self, n: int) -> None:
         def grown(arr: NDArray[np.generic], fill: int | float) -> NDArray[np.generic]:
@@ -183,36 +211,41 @@ class AgentPositions:
                 moved = True
             self.rev[slot] = am.rev.item(slot)
         if moved:
-            self._grid_keys = None
+            self._packed = None
         self.next_rev = am.next_rev
 
-    # ------------------------------------------------------------------ grid
-    def _grid(self) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
-        if self._grid_keys is None:
-            hi = self.am.hi
-            slots = np.flatnonzero(self.has[:hi])
-            cell = self.cell_size
-            keys = (_cells(self.x[slots], cell) << (2 * _BITS)) | (
-                _cells(self.y[slots], cell) << _BITS) | _cells(self.z[slots], cell)
-            order = np.argsort(keys, kind="stable")
-            self._grid_keys = keys[order]
-            self._grid_slots = slots[order]
-        return self._grid_keys, self._grid_slots
+    # ------------------------------------------------------------------ queries
+    def _compact(self) -> _Compact:
+        if self._packed is None:
+            am = self.am
+            slots = np.flatnonzero(self.has[: am.hi])
+            xyz = [np.clip(col[slots], -CLAMP, CLAMP) for col in (self.x, self.y, self.z)]
+            packed = _Compact(slots, xyz, am.key[slots], am.deadline[slots], am.layer[slots])
+            if slots.shape[0] >= self.grid_min:
+                cell = self.cell_size
+                keys = (_cells(xyz[0], cell) << (2 * _BITS)) | (
+                    _cells(xyz[1], cell) << _BITS) | _cells(xyz[2], cell)
+                order = np.argsort(keys, kind="stable")
+                packed.grid_keys = keys[order]
+                packed.grid_rows = order
+            self._packed = packed
+        return self._packed
 
-    def candidates(self, at: tuple[float, float, float], radius: float) -> NDArray[np.intp]:
-        """Positioned slots in the grid cells the box ``at +- radius`` covers (ascending).
+    def _rows(self, packed: _Compact, at: tuple[float, float, float],
+              radius: float) -> NDArray[np.intp] | None:
+        """Rows of ``packed`` in the grid cells the box ``at +- radius`` covers (ascending).
 
-        A superset of the slots within ``radius`` (callers check the exact distance).
+        ``None``: scan every row (no grid, or a box of more cell columns than rows).
         """
-        keys, slots = self._grid()
-        if slots.shape[0] == 0:
-            return slots
+        keys, rows = packed.grid_keys, packed.grid_rows
+        if keys is None or rows is None:
+            return None
         cell = self.cell_size
         lo = [_cell(c - radius, cell) for c in at]
         hi = [_cell(c + radius, cell) for c in at]
         nx, ny = hi[0] - lo[0] + 1, hi[1] - lo[1] + 1
-        if nx * ny > slots.shape[0]:  # more cell columns than records: scan them all
-            return np.sort(slots)
+        if nx * ny > rows.shape[0]:
+            return None
         cx = np.arange(lo[0], hi[0] + 1, dtype=np.int64)
         cy = np.arange(lo[1], hi[1] + 1, dtype=np.int64)
         columns = ((cx[:, None] << (2 * _BITS)) | (cy[None, :] << _BITS)).reshape(-1)
@@ -223,9 +256,51 @@ class AgentPositions:
         if total == 0:
             return np.zeros(0, dtype=np.intp)
         offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        found: NDArray[np.intp] = slots[offsets + np.arange(total)]
+        found: NDArray[np.intp] = rows[offsets + np.arange(total)]
         found.sort()
         return found
+
+    def candidates(self, at: tuple[float, float, float], radius: float) -> NDArray[np.intp]:
+        """Positioned slots in the grid cells the box ``at +- radius`` covers (ascending).
+
+        A superset of the slots within ``radius`` (every positioned slot without a grid).
+        """
+        packed = self._compact()
+        rows = self._rows(packed, at, radius)
+        return packed.slots if rows is None else packed.slots[rows]
+
+    def within(self, at: tuple[float, float, float], radius: float, now: int,
+               layer: int | None) -> tuple[NDArray[np.intp], NDArray[np.float64],
+                                           NDArray[np.int64]]:
+        """Live slots within ``radius`` of ``at``: ``(slots, squared distances, keys)``.
+
+        Live: TTL after ``now``, of ``layer`` if given; within: squared distance at most
+        ``radius**2``. Coordinates are clamped to ``+-CLAMP`` first, so no square overflows.
+        """
+        packed = self._compact()
+        rows = self._rows(packed, at, radius)
+        x, y, z = packed.xyz
+        if rows is not None:
+            x, y, z = x[rows], y[rows], z[rows]
+        ax, ay, az = (min(max(c, -CLAMP), CLAMP) for c in at)
+        d2 = x - ax
+        d2 *= d2
+        dy = y - ay
+        dy *= dy
+        d2 += dy
+        if az != 0.0 or not packed.flat:  # a 2-D world (every z 0) skips the z term
+            dz = z - az
+            dz *= dz
+            d2 += dz
+        mask = d2 <= radius * radius
+        if packed.min_deadline <= now:  # some TTL may have passed
+            mask &= (packed.deadline if rows is None else packed.deadline[rows]) > now
+        if layer is not None:
+            mask &= (packed.layer if rows is None else packed.layer[rows]) == layer
+        hit = mask.nonzero()[0]
+        if rows is not None:
+            return packed.slots[rows[hit]], d2[hit], packed.key[rows[hit]]
+        return packed.slots[hit], d2[hit], packed.key[hit]
 
     def _check(self) -> None:
         """Assert the rows match the records (after a :meth:`sync`)."""

@@ -17,8 +17,8 @@ for agents that may not have remembered anything yet, and an empty answer is the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,12 +34,13 @@ from f09_memory.spatial.physics import ContactTable, parse_events, physics_items
 from f09_memory.spatial.positions import AgentPositions, RegionTable, distances, proximity_of
 from f09_memory.store.agent import AgentMemory
 
-__all__ = ["Nearby", "Position", "SpatialService", "check_position"]
+__all__ = ["Nearby", "NearbyRecords", "Position", "SpatialService", "check_position"]
 
 Position = tuple[float, float, float]
 """A point in world coordinates (``z`` is 0 for a 2-D position)."""
 _MAX_K = 100_000
 _MAX_RADIUS = 1e300
+_NO_SLOTS = np.zeros(0, dtype=np.intp)
 
 
 class Nearby(NamedTuple):
@@ -47,6 +48,73 @@ class Nearby(NamedTuple):
 
     record: MemoryRecord
     distance: float
+
+
+class NearbyRecords(Sequence[Nearby]):
+    """What ``engine.nearby`` returns: ids and distances now, records built on access.
+
+    ``ids`` and ``distances`` cost nothing more; indexing or iterating builds the records
+    (from the reader's cache when it holds them) as ``Nearby(record, distance)``. A record
+    that left the store since raises ``RecordNotFoundError`` on access: read what you need
+    before the next write.
+    """
+
+    __slots__ = ("_am", "_built", "_next_rev", "_reader", "_slots", "distances")
+
+    def __init__(self, reader: RecordReader, am: AgentMemory | None,
+                 slots: NDArray[np.intp], distances: list[float]) -> None:
+        self._reader = reader
+        self._am = am
+        self._slots = slots
+        self._next_rev = -1 if am is None else am.next_rev
+        self._built: list[Nearby] | None = None
+        self.distances = distances
+        """The distances to the query position, nearest first."""
+
+    @property
+    def ids(self) -> list[str]:
+        """The records' ids, nearest first."""
+        am = self._am
+        return [] if am is None else [am.id_of(k) for k in am.key[self._slots].tolist()]
+
+    def _all(self) -> list[Nearby]:
+        built = self._built
+        if built is None:
+            am = self._am
+            if am is None:
+                records: list[MemoryRecord] = []
+            elif am.next_rev == self._next_rev:  # unchanged: the slots still hold them
+                records = self._reader.build_many(am, self._slots)
+            else:
+                records = [self._reader.get(i) for i in self.ids]
+            built = self._built = [Nearby(r, d) for r, d in zip(records, self.distances,
+                                                                  strict=True)]
+        return built
+
+    def __len__(self) -> int:
+        return len(self.distances)
+
+    @overload
+    def __getitem__(self, index: int) -> Nearby: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Nearby]: ...
+
+    def __getitem__(self, index: int | slice) -> Nearby | list[Nearby]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Nearby]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NearbyRecords | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"NearbyRecords({list(zip(self.ids, self.distances, strict=True))!r})"
 
 
 def check_position(value: object, field: str = "position") -> Position:
@@ -123,13 +191,13 @@ class SpatialService:
         found = self._agents.get(am.agent_id)
         if found is None or found.am is not am:
             found = self._agents[am.agent_id] = AgentPositions(
-                am, self.regions, self.settings.cell_size)
+                am, self.regions, self.settings.cell_size, self.settings.grid_min_records)
         found.sync()
         return found
 
     # ------------------------------------------------------------------ queries
     def nearby(self, am: AgentMemory | None, position: object, radius: object, k: object,
-               layer: object, now: int) -> list[Nearby]:
+               layer: object, now: int) -> NearbyRecords:
         """The ``k`` nearest live records within ``radius`` (see the module docstring).
 
         Raises:
@@ -140,28 +208,14 @@ class SpatialService:
         count = _check_k(k)
         lay: MemoryLayer | None = None if layer is None else parse_layer(layer)
         if am is None or not am.live:
-            return []
+            return NearbyRecords(self.reader, None, _NO_SLOTS, [])
         cols = self.positions(am)
         if not cols.positioned:
-            return []
-        slots = cols.candidates(at, r)
-        if slots.shape[0] == 0:
-            return []
-        keep = am.deadline[slots] > now
-        if lay is not None:
-            keep &= am.layer[slots] == lay.code
-        slots = slots[keep]
-        d = distances(cols.x[slots], cols.y[slots], cols.z[slots], at)
-        inside = d <= r
-        slots, d = slots[inside], d[inside]
-        if slots.shape[0] == 0:
-            return []
-        with np.errstate(over="ignore", invalid="ignore"):
-            qd = np.rint(d * self.quantum)
-        order = np.lexsort((am.key[slots], qd))[:count]
-        picked = slots[order]
-        records = self.reader.build_many(am, picked)
-        return [Nearby(rec, dist) for rec, dist in zip(records, d[order].tolist(), strict=True)]
+            return NearbyRecords(self.reader, None, _NO_SLOTS, [])
+        slots, d2, keys = cols.within(at, r, now, None if lay is None else lay.code)
+        d = np.sqrt(d2)
+        order = np.lexsort((keys, np.rint(d * self.quantum)))[:count]
+        return NearbyRecords(self.reader, am, slots[order], d[order].tolist())
 
     def proximity(self, am: AgentMemory, slots: NDArray[np.intp],
                   position: Position) -> NDArray[np.float64]:

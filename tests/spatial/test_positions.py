@@ -58,7 +58,8 @@ def test_columns_follow_adds_removals_updates_and_slot_reuse() -> None:
 
 def test_grid_candidates_hold_every_point_within_the_radius() -> None:
     rng = np.random.default_rng(7)
-    engine = MemoryEngine(MemoryConfig(spatial={"cell_size": 4.0}), embedder=None)
+    engine = MemoryEngine(MemoryConfig(spatial={"cell_size": 4.0, "grid_min_records": 0}),
+                          embedder=None)
     pts = rng.uniform(-50, 50, size=(300, 3))
     pts[:10] *= 1e9  # far away: clipped to the edge cells, still found by a wide box
     engine.ingest_many("a", [{"content": f"p{i}", "layer": "spatial",
@@ -76,13 +77,14 @@ def test_grid_candidates_hold_every_point_within_the_radius() -> None:
 
 
 @pytest.mark.parametrize("cell", [0.5, 8.0, 1000.0])
-def test_the_answer_does_not_depend_on_the_cell_size(cell: float) -> None:
-    def answer(size: float) -> list[tuple[str, float]]:
-        engine = MemoryEngine(MemoryConfig(spatial={"cell_size": size}), embedder=None)
+def test_the_grid_answers_as_the_scan_whatever_the_cell_size(cell: float) -> None:
+    def answer(size: float, grid_min: int = 0) -> list[tuple[str, float]]:
+        settings = {"cell_size": size, "grid_min_records": grid_min}
+        engine = MemoryEngine(MemoryConfig(spatial=settings), embedder=None)
         rng = np.random.default_rng(3)
         engine.ingest_many("a", [{"content": f"p{i}", "layer": "spatial", "metadata": {
             "spatial": {"x": float(rng.integers(0, 20)), "y": float(rng.integers(0, 20))}}}
             for i in range(200)], now=0)
         return [(n.record.id, n.distance) for n in engine.nearby("a", (10, 10), radius=6, k=25)]
 
-    assert answer(cell) == answer(3.0)
+    assert answer(cell) == answer(3.0, grid_min=10_000)
