@@ -722,3 +722,4 @@ class MemoryEngine(PersistenceFacade, Journaled):
     def _check(self) -> None:
         """Assert the state's invariants (tests call this after every mutation)."""
         self._state._check()
+        self._spatial._check()

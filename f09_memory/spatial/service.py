@@ -254,6 +254,15 @@ class SpatialService:
         contacts.record(plan.contacts, now)
         return created
 
+    def _check(self) -> None:
+        """Assert every cached agent's rows match its records (syncing them first)."""
+        store = self.state.store
+        for agent_id in sorted(self._agents):
+            cols = self._agents[agent_id]
+            if store.get(agent_id) is cols.am:
+                cols.sync()
+                cols._check()
+
     def contact_count(self, agent_id: str, contact_class: str) -> int:
         """How many collisions ``agent_id`` had with ``contact_class`` (0: never)."""
         slot = self.contacts.slot((agent_id, self.redact(contact_class)))

@@ -88,3 +88,39 @@ def test_the_grid_answers_as_the_scan_whatever_the_cell_size(cell: float) -> Non
         return [(n.record.id, n.distance) for n in engine.nearby("a", (10, 10), radius=6, k=25)]
 
     assert answer(cell) == answer(3.0, grid_min=10_000)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_stress_nearby_matches_a_reference_through_random_changes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    engine = MemoryEngine(MemoryConfig(episodic_max=40, spatial={
+        "cell_size": 3.0, "grid_min_records": 8}), embedder=None)
+    now = 0
+    for step in range(60):
+        now += int(rng.integers(1, 20))
+        roll = rng.random()
+        if roll < 0.6:
+            spatial = ({"x": float(rng.integers(-20, 20)), "y": float(rng.integers(-20, 20)),
+                        "z": float(rng.integers(0, 2))} if rng.random() < 0.8 else None)
+            engine.ingest("a", f"event {step}", layer=str(rng.choice(["episodic", "spatial"])),
+                          ttl=int(rng.integers(5, 200)) if rng.random() < 0.3 else None,
+                          metadata={"spatial": spatial} if spatial else None, now=now)
+        elif roll < 0.8 and engine.count("a"):
+            victims = engine.records("a")
+            engine.forget([victims[int(rng.integers(len(victims)))].id])
+        else:
+            engine.tick(now)
+        at = (float(rng.integers(-20, 20)), float(rng.integers(-20, 20)), 0.0)
+        radius = float(rng.choice([0.0, 2.0, 6.0, 50.0]))
+        got = [(n.record.id, n.distance) for n in engine.nearby("a", at, radius=radius, k=5,
+                                                                 now=now)]
+        ref = []
+        for r in engine.records("a"):
+            sp = r.metadata.spatial
+            if sp is None or (r.ttl is not None and r.created_at + r.ttl <= now):
+                continue
+            d = float(np.sqrt((sp.x - at[0]) ** 2 + (sp.y - at[1]) ** 2 + (sp.z - at[2]) ** 2))
+            if d <= radius:
+                ref.append((round(d * 1e9), r.id, d))
+        assert got == [(rid, d) for _, rid, d in sorted(ref)[:5]], step
+        engine._check()
