@@ -68,8 +68,9 @@ class ItemLimits(NamedTuple):
     source_event: int = 1_024
     """Characters of a source event, and of each source ref id (``max_source_event_chars``)."""
     attribute: int = 4_096
-    """Characters of an attribute key or string value and of a procedural ``pattern_id``
-    (``max_attribute_chars``); a social ``other_agent_id`` has the agent id limit."""
+    """Characters of an attribute key or string value, of a procedural ``pattern_id`` and
+    of a spatial ``region`` (``max_attribute_chars``); a social ``other_agent_id`` has the
+    agent id limit."""
     attributes: int = 64
     """Attributes of one record (``max_attributes``)."""
 
@@ -279,6 +280,9 @@ def _check_metadata(meta: RecordMetadata, tags: tuple[str, ...], limits: ItemLim
     if meta.procedural is not None and meta.procedural.pattern_id is not None:
         _text(meta.procedural.pattern_id, "metadata.procedural.pattern_id", limits.attribute,
               limits, "attribute")
+    if meta.spatial is not None and meta.spatial.region is not None:
+        _text(meta.spatial.region, "metadata.spatial.region", limits.attribute, limits,
+              "attribute")
     attributes = meta.attributes
     if not attributes:
         return

@@ -199,3 +199,12 @@ def test_a_snapshot_without_regions_or_contacts_loads_unchanged(tmp_path: Path) 
     assert "spatial.contacts" not in str(loaded._snapshot_bytes()[:4096])
     assert loaded.state_hash() == engine.state_hash()
     assert [n.record.id for n in loaded.nearby("a", (1, 1), radius=1, k=1)] == ["a:0000000000"]
+
+
+@pytest.mark.parametrize("region", ["", "x" * 5_000, "bad\ud800"])
+def test_a_bad_region_is_refused_at_ingest(region: str) -> None:
+    engine = MemoryEngine(MemoryConfig(max_attribute_chars=4_096), embedder=None)
+    before = engine.state_hash()
+    with pytest.raises(InputInvalidError, match="region"):
+        engine.ingest("a", "A place.", metadata={"spatial": {"x": 0, "y": 0, "region": region}})
+    assert engine.state_hash() == before
