@@ -77,6 +77,7 @@ from f09_memory.schema import (
     TaskStatus,
 )
 from f09_memory.social import Interaction, Opinion
+from f09_memory.spatial import Nearby, NearbyRecords, PhysicsEvent
 from f09_memory.summarization.outcome import SummaryOutcome
 
 __version__ = "0.1.0"
@@ -106,8 +107,11 @@ __all__ = [
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "Nearby",
+    "NearbyRecords",
     "Opinion",
     "PerceptionSettings",
+    "PhysicsEvent",
     "PressureProfile",
     "PressureSource",
     "PressureState",

@@ -66,6 +66,8 @@ from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.social.interactions import HEARSAY, Interaction
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 from f09_memory.social.service import SocialService
+from f09_memory.spatial.physics import PhysicsEvent
+from f09_memory.spatial.service import NearbyRecords, SpatialService
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.pipeline import Summarizer
@@ -157,6 +159,8 @@ class MemoryEngine(PersistenceFacade, Journaled):
             self._state, self._writer,
             Summarizer(config, redact=self._prompt_redactor.redact_text), owner=self._owner)
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
+        self._spatial = SpatialService(self._state, self._writer, self._reader,
+                                       self._ingestor.redactor.redact_text)
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
         self._social = SocialService(self._state, self._writer)
@@ -575,6 +579,75 @@ class MemoryEngine(PersistenceFacade, Journaled):
             InputInvalidError: A bad or private id, a negative ``k`` or an unknown ``by``.
         """
         return self._social.acquaintances(agent_id, k, by, include_hearsay)
+    # ---- spatial
+    def nearby(
+        self,
+        agent_id: str,
+        position: Sequence[float],
+        *,
+        radius: float,
+        k: int,
+        layer: MemoryLayer | str | None = None,
+        now: int | None = None,
+    ) -> NearbyRecords:
+        """The agent's ``k`` nearest live records within ``radius`` of ``position``.
+
+        Records have a position when their ``metadata.spatial`` is set (any layer); records
+        whose TTL has passed at ``now`` (default: the engine clock) are left out, and
+        ``layer`` keeps one layer. An agent that never stored anything has none (``[]``).
+
+        Ordering guarantee: distance quantized with ``score_quantum``, then record id.
+        Runtime complexity: O(cells of the query box + records in them) numpy on a uniform
+        grid (``SpatialSettings.cell_size``), rebuilt O(n log n) after the agent's
+        positioned records change (agents under ``grid_min_records`` are scanned in one
+        vectorized pass instead); the records are built only when read.
+
+        Returns:
+            ``Nearby(record, distance)`` pairs, nearest first, as a sequence whose ``ids``
+            and ``distances`` are ready and whose records are built on access.
+
+        Raises:
+            InputInvalidError: ``position`` is not 2 or 3 finite numbers, ``radius`` is
+                negative or not finite, ``k`` < 1, a bad layer, agent id or ``now``.
+        """
+        am = self._agent(agent_id)
+        return self._spatial.nearby(am, position, radius, k, layer, self._time(now))
+
+    @journaled
+    def ingest_physics(
+        self, events: Sequence[PhysicsEvent | Mapping[str, Any]], *, now: int | None = None
+    ) -> IngestedRecords:
+        """Store the spatial records of physics, collision and boundary events.
+
+        Which events become records is set by ``MemoryConfig.spatial`` (boundary
+        crossings, the first contact of an agent with a contact class, every collision,
+        plain movement); see ``f09_memory.spatial.physics`` for the event shape (a
+        :class:`~f09_memory.spatial.physics.PhysicsEvent` or a mapping). Records go through
+        the write path (redaction, ``memory:record:created``, caps). All or nothing; the
+        contact classes seen are remembered per agent (saved, hashed, journaled).
+
+        Runtime complexity: O(events) plus the batch ingest.
+
+        Returns:
+            The new records, in event order (events that make no record are skipped).
+
+        Raises:
+            InputInvalidError: A malformed event (the message gives its index) or ``now``.
+            CapacityExceededError: An agent would pass ``max_records_per_agent``.
+        """
+        return self._spatial.ingest_physics(events, self._time(now))
+
+    def contact_count(self, agent_id: str, contact_class: str) -> int:
+        """Collisions of ``agent_id`` with ``contact_class`` seen by :meth:`ingest_physics`.
+
+        Raises:
+            InputInvalidError: A bad agent id or a contact class that is not text.
+        """
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        if not isinstance(contact_class, str) or not 0 < len(contact_class) <= 256:
+            raise InputInvalidError("contact_class must be a string of 1..256 characters",
+                                    details={"field": "contact_class"})
+        return self._spatial.contact_count(agent_id, contact_class)
 
     # ------------------------------------------------------------------ retrieval
     @journaled
@@ -614,7 +687,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
             return semantic.term(am, slots, r, vectors)
 
         bundle = self._retriever.retrieve(self._state.store.get(req.agent_id), req, t,
-                                          pressure, term)
+                                          pressure, term, self._spatial.proximity)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
                          req.agent_id, req.purpose.value, len(bundle.records),
@@ -655,7 +728,8 @@ class MemoryEngine(PersistenceFacade, Journaled):
         t = self._time(now)
         self._semantic.check_query_vectors(reqs)
         self._semantic.prepare_queries([r.query for r in reqs], t)  # one batched call
-        return self._retriever.retrieve_many(jobs, t, self._semantic.term)
+        return self._retriever.retrieve_many(jobs, t, self._semantic.term,
+                                             self._spatial.proximity)
 
     @property
     def embedder(self) -> EmbeddingProvider | None:
@@ -775,6 +849,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
     def _clear_caches(self) -> None:
         self._reader.clear()
         self._retriever.clear()
+        self._spatial.clear()
 
     # ------------------------------------------------------------------ hashing
     def state_hash(self) -> str:
@@ -792,3 +867,4 @@ class MemoryEngine(PersistenceFacade, Journaled):
     def _check(self) -> None:
         """Assert the state's invariants (tests call this after every mutation)."""
         self._state._check()
+        self._spatial._check()

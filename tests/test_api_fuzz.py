@@ -102,13 +102,20 @@ REQUEST = st.fixed_dictionaries(
               "limit": rare(st.integers(1, 20)), "tagsAny": rare(st.lists(WORDS, max_size=2)),
               "since": rare(st.integers(0, 10**6)), "strategy": rare(st.sampled_from(
                   ["balanced", "recency", "semantic", "importance"])),
-              "pressureState": rare(st.sampled_from(["normal", "throttle", "exhausted"]))})
+              "pressureState": rare(st.sampled_from(["normal", "throttle", "exhausted"])),
+              "position": rare(st.lists(st.floats(-10, 10), min_size=2, max_size=3))})
 ITEM = st.one_of(CONTENT, st.fixed_dictionaries(
     {"content": rare(CONTENT)}, optional={"importance": rare(IMPORTANCE), "tags": rare(TAGS),
                                           "layer": rare(LAYER), "ttl": rare(TTL)}))
 BATCH_ITEM = st.fixed_dictionaries(
     {"agent_id": rare(AGENT), "content": rare(CONTENT)},
     optional={"importance": rare(IMPORTANCE), "tags": rare(TAGS), "source_event": rare(WORDS)})
+POSITION = st.lists(st.floats(-10, 10), min_size=2, max_size=3)
+PHYSICS = st.fixed_dictionaries(
+    {"kind": rare(st.sampled_from(["movement", "boundary", "collision"])),
+     "agent_id": rare(AGENT), "position": rare(POSITION)},
+    optional={"contact_class": rare(WORDS), "from_region": rare(WORDS),
+              "to_region": rare(WORDS)})
 VECTORS = st.one_of(st.none(), st.none(), st.just(np.ones(DIM, np.float32)),
                     st.just(np.ones((2, DIM))))
 BAD_VECTORS = st.sampled_from(["abc", [[1.0] * DIM, [1.0]], np.zeros((0, DIM)),
@@ -189,6 +196,19 @@ class EngineMachine(RuleBasedStateMachine):
         recs = self.attempt(lambda: self.engine.ingest_batch(a["items"], now=a["now"]))
         if recs is not None:
             self.ids.extend(recs.ids)
+
+    @rule(data=st.data())
+    def ingest_physics(self, data: st.DataObject) -> None:
+        a = self.args(data, events=st.lists(PHYSICS, max_size=4), now=DELTA)
+        recs = self.attempt(lambda: self.engine.ingest_physics(a["events"], now=a["now"]))
+        if recs is not None:
+            self.ids.extend(recs.ids)
+
+    @rule(data=st.data())
+    def nearby(self, data: st.DataObject) -> None:
+        a = self.args(data, agent=AGENT, position=POSITION, radius=st.floats(0, 30),
+                      k=st.integers(1, 5), layer=st.one_of(st.none(), LAYER), now=DELTA)
+        self.attempt(lambda: list(self.engine.nearby(a.pop("agent"), a.pop("position"), **a)))
 
     @rule(data=st.data())
     def ingest_claim(self, data: st.DataObject) -> None:

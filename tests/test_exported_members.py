@@ -25,6 +25,8 @@ PUBLIC = {
     "EngineEvent", "EventRule", "PerceptionSettings",
     # the social layer (index 15)
     "Interaction", "Opinion", "SocialChanged",
+    # the spatial layer (index 16)
+    "Nearby", "NearbyRecords", "PhysicsEvent",
 }
 
 

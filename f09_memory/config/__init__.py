@@ -2,7 +2,7 @@
 
 Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
 TickCosts), ``perception`` (EventRule, PerceptionSettings: engine-event routing),
-``social`` (SocialSettings), ``tables``
+``social`` (SocialSettings), ``spatial`` (SpatialSettings), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
 variable map).
 """
@@ -11,6 +11,7 @@ from f09_memory.config.config import ImportanceSettings, MemoryConfig, Retention
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
 from f09_memory.config.perception import DEFAULT_EVENT_RULES, EventRule, PerceptionSettings
 from f09_memory.config.social import SocialSettings
+from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import (
     CompressionStrategy,
     PressureProfile,
@@ -33,6 +34,7 @@ __all__ = [
     "ScoreWeights",
     "ScoringTables",
     "SocialSettings",
+    "SpatialSettings",
     "SummarizationMode",
     "TickCosts",
 ]

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, StrictInt, model_validator
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.perception import DEFAULT_EVENT_RULES, PerceptionSettings
 from f09_memory.config.social import SocialSettings
+from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
 from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
@@ -247,6 +248,8 @@ class MemoryConfig(_ConfigModel):
     scoring: ScoringTables = Field(default_factory=ScoringTables)
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
     """Engine-event ingestion: routing rules by kind, perception radius."""
+    spatial: SpatialSettings = Field(default_factory=SpatialSettings)
+    """The spatial layer: grid cell size, navigation proximity scale, physics-event flags."""
 
     # embedding and vector index (index 6, 7)
     embedding_batch_size: Annotated[StrictInt, Field(ge=1, le=100_000)] = 64

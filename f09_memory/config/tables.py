@@ -24,6 +24,7 @@ __all__ = [
     "default_layer_policy",
     "default_layer_weights",
     "default_pressure_profiles",
+    "default_proximity_weights",
     "default_weight_table",
 ]
 
@@ -137,6 +138,15 @@ def default_layer_weights() -> dict[Purpose, dict[MemoryLayer, float]]:
     }
 
 
+def default_proximity_weights() -> dict[Purpose, float]:
+    """The proximity term's weight by purpose: only ``navigation`` blends distance in.
+
+    Applied only to a request with a ``position`` (otherwise its weight is 0 and the other
+    weights are exactly the four-term ones), renormalized with the purpose's other weights.
+    """
+    return {purpose: (0.3 if purpose is _P.NAVIGATION else 0.0) for purpose in Purpose}
+
+
 def default_pressure_profiles() -> dict[PressureState, PressureProfile]:
     """Graceful degradation by pressure state.
 
@@ -176,6 +186,9 @@ class ScoringTables(_ConfigModel):
     pressure: dict[PressureState, PressureProfile] = Field(
         default_factory=default_pressure_profiles
     )
+    proximity: dict[Purpose, NonNegative] = Field(default_factory=default_proximity_weights)
+    """Weight of the proximity term by purpose (requests with a ``position`` only); it is
+    renormalized with the purpose's four weights, which the pressure multipliers scale."""
 
     @model_validator(mode="after")
     def _complete(self) -> ScoringTables:
@@ -189,6 +202,9 @@ class ScoringTables(_ConfigModel):
             absent = [layer.value for layer in MemoryLayer if layer not in lw]
             if absent:
                 raise ValueError(f"layer_weights[{purpose.value}] lacks layers {absent}")
+        absent_x = [p.value for p in Purpose if p not in self.proximity]
+        if absent_x:
+            raise ValueError(f"proximity lacks purposes {absent_x}")
         absent_p = [p.value for p in PressureState if p not in self.pressure]
         if absent_p:
             raise ValueError(f"pressure lacks states {absent_p}")

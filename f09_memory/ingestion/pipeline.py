@@ -68,8 +68,9 @@ class ItemLimits(NamedTuple):
     source_event: int = 1_024
     """Characters of a source event, and of each source ref id (``max_source_event_chars``)."""
     attribute: int = 4_096
-    """Characters of an attribute key or string value and of a procedural ``pattern_id``
-    (``max_attribute_chars``); a social ``other_agent_id`` has the agent id limit."""
+    """Characters of an attribute key or string value, of a procedural ``pattern_id`` and
+    of a spatial ``region`` (``max_attribute_chars``); a social ``other_agent_id`` has the
+    agent id limit."""
     attributes: int = 64
     """Attributes of one record (``max_attributes``)."""
 
@@ -279,6 +280,9 @@ def _check_metadata(meta: RecordMetadata, tags: tuple[str, ...], limits: ItemLim
     if meta.procedural is not None and meta.procedural.pattern_id is not None:
         _text(meta.procedural.pattern_id, "metadata.procedural.pattern_id", limits.attribute,
               limits, "attribute")
+    if meta.spatial is not None and meta.spatial.region is not None:
+        _text(meta.spatial.region, "metadata.spatial.region", limits.attribute, limits,
+              "attribute")
     attributes = meta.attributes
     if not attributes:
         return
@@ -657,7 +661,8 @@ class Ingestor:
         """The metadata's sparse part, redacted, and the labels of what was replaced.
 
         Redacted: attribute keys and string values, ``source_ref_ids``,
-        ``social.other_agent_id`` and ``procedural.pattern_id`` (all host-given text).
+        ``social.other_agent_id``, ``procedural.pattern_id`` and ``spatial.region`` (all
+        host-given text).
         """
         redactor = self.redactor
         if not redactor.enabled:
@@ -696,7 +701,13 @@ class Ingestor:
             if h:
                 hits += h
                 procedural = procedural.model_copy(update={"pattern_id": pattern_id})
-        return RecordExtra(refs, meta.spatial, social, procedural, attrs), hits
+        spatial = meta.spatial
+        if spatial is not None and spatial.region:
+            region, h = redact(spatial.region)
+            if h:
+                hits += h
+                spatial = spatial.model_copy(update={"region": region})
+        return RecordExtra(refs, spatial, social, procedural, attrs), hits
 
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         counter = self.counter

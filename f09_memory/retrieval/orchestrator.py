@@ -9,6 +9,10 @@
    at most ``ceil(tokens * ratio)`` tokens each);
 6. ``memory:retrieval`` is emitted with the diagnostics.
 
+A request with a ``position`` adds the proximity term (``scoring``): the engine passes a
+:data:`ProximityScorer` (``spatial.SpatialService.proximity``) that gives each candidate's
+proximity; without a position nothing of it runs and the scores are the four-term ones.
+
 ``retrieve_many`` does steps 1-4 for every request of a frame in shared numpy passes: the
 agents' columns are concatenated once, the candidate mask and the scores are computed over
 all of them with per-row weights, and the packable prefixes of all agents are cut, sorted
@@ -42,6 +46,7 @@ from f09_memory.retrieval.completion import Completion
 from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, status_table
 from f09_memory.retrieval.ranking import NO_LIMIT, rank_and_pack, rank_and_pack_many
 from f09_memory.retrieval.scoring import (
+    PROXIMITY_KEY,
     SCORE_KEYS,
     ScoringContext,
     compute_scores,
@@ -61,6 +66,7 @@ from f09_memory.vector_index.kernels import similarities
 
 __all__ = [
     "NO_BUDGET",
+    "ProximityScorer",
     "RecordsBuilder",
     "Retriever",
     "SemanticScorer",
@@ -94,6 +100,12 @@ SemanticScorer = Callable[
 """Returns the semantic term for an agent's candidate slots and the slots to score (the
 candidates themselves, or a preselected subset for large agents); wired by the engine."""
 
+ProximityScorer = Callable[
+    [AgentMemory, NDArray[np.intp], tuple[float, float, float]], NDArray[np.float64]
+]
+"""Returns the proximity term of an agent's slots to a position (``(x, y, z)``); wired by
+the engine (``spatial.SpatialService.proximity``)."""
+
 RecordsBuilder = Callable[[AgentMemory, NDArray[np.intp]], list[MemoryRecord]]
 """Builds the records in some slots (``core.records.RecordReader.build_many``)."""
 
@@ -118,6 +130,23 @@ class _Job:
     term: SemanticTerm = _NO_SEMANTIC
     candidates: int = 0
     slots: NDArray[np.intp] | None = None
+    near: tuple[float, float, float] | None = None
+    """The request's position as ``(x, y, z)`` when it has one and a scorer is wired."""
+    proximity: ProximityScorer | None = None
+
+    def locate(self, proximity: ProximityScorer | None) -> None:
+        """Take the request's position (padded to 3-D) when ``proximity`` can score it."""
+        position = self.request.position
+        if position is not None and proximity is not None:
+            self.near = (position[0], position[1], position[2] if len(position) == 3 else 0.0)
+            self.proximity = proximity
+
+    def proximities(self, am: AgentMemory,
+                    slots: NDArray[np.intp]) -> NDArray[np.float64] | None:
+        """The proximity term of ``slots``, or ``None`` without a position."""
+        if self.near is None or self.proximity is None:
+            return None
+        return self.proximity(am, slots, self.near)
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -148,7 +177,7 @@ class Retriever:
                                      tuple[str, int]] = {}
         """Compressed text and its token count by (strategy, ratio, content, tags, tokens)."""
         self._weights: dict[
-            tuple[Purpose, Strategy, PressureState, bool],
+            tuple[Purpose, Strategy, PressureState, bool, bool],
             tuple[NDArray[np.float64], tuple[ScoreComponent, ...]],
         ] = {}
         self._policy = {
@@ -164,15 +193,18 @@ class Retriever:
         self._compressed_count = 0
 
     def _weights_for(
-        self, purpose: Purpose, strategy: Strategy, pressure: PressureState, semantic: bool
+        self, purpose: Purpose, strategy: Strategy, pressure: PressureState, semantic: bool,
+        positioned: bool = False,
     ) -> tuple[NDArray[np.float64], tuple[ScoreComponent, ...]]:
-        key = (purpose, strategy, pressure, semantic)
+        key = (purpose, strategy, pressure, semantic, positioned)
         hit = self._weights.get(key)
         if hit is None:
-            w = effective_weights(self.config, purpose, strategy, pressure, semantic)
+            w = effective_weights(self.config, purpose, strategy, pressure, semantic,
+                                  positioned)
+            names = (*SCORE_KEYS, PROXIMITY_KEY) if positioned else SCORE_KEYS
             parts = tuple(
                 ScoreComponent.model_construct(key=k, weight=round(float(x), 9))
-                for k, x in zip(SCORE_KEYS, w, strict=True)
+                for k, x in zip(names, w, strict=True)
             )
             hit = self._weights[key] = (w, parts)
         return hit
@@ -217,6 +249,7 @@ class Retriever:
         now: int,
         pressure: PressureState,
         semantic: SemanticScorer | None = None,
+        proximity: ProximityScorer | None = None,
     ) -> RetrievedBundle:
         """Build the bundle for ``request`` (see the module docstring for the steps).
 
@@ -228,6 +261,7 @@ class Retriever:
         """
         job = _Job(am, request, pressure, self.budget_for(request, pressure),
                    time.perf_counter())
+        job.locate(proximity)
         if am is None or not am.live:
             return self._finish(job, None, 0, False)
         slots = np.flatnonzero(self._base_mask(am, request, now))
@@ -243,10 +277,11 @@ class Retriever:
         """Score ``slots`` (with ``job.term`` already computed for them) and pack."""
         request, pressure = job.request, job.pressure
         weights, _ = self._weights_for(request.purpose, request.strategy, pressure,
-                                       job.term.similarities is not None)
+                                       job.term.similarities is not None, job.near is not None)
         ctx = ScoringContext(now, weights, self._layer_w[request.purpose],
                              self.config.importance_boost, self.config.decay_half_life_ms)
-        q = quantize(compute_scores(am, slots, ctx, job.term.similarities),
+        q = quantize(compute_scores(am, slots, ctx, job.term.similarities,
+                                    job.proximities(am, slots)),
                      self.config.score_quantum)
         tokens = self._tokens(am.tokens[slots], pressure)
         if job.term.rest is not None and job.term.rest.shape[0]:
@@ -269,7 +304,7 @@ class Retriever:
         assert term.rest is not None and term.query is not None
         rest, query = term.rest, term.query
         completion = Completion(
-            rest=rest, base=compute_scores(am, rest, ctx, None),
+            rest=rest, base=compute_scores(am, rest, ctx, None, job.proximities(am, rest)),
             rest_tokens=self._tokens(am.tokens[rest], job.pressure), keys=am.key,
             sw=float(ctx.weights[2]), bound=term.bound, depth=term.depth,
             quantum=self.config.score_quantum)
@@ -286,6 +321,7 @@ class Retriever:
         requests: Sequence[tuple[AgentMemory | None, RetrievalRequest, PressureState]],
         now: int,
         semantic: SemanticScorer | None = None,
+        proximity: ProximityScorer | None = None,
     ) -> list[RetrievedBundle]:
         """Bundles for a frame's requests, in order, identical to :meth:`retrieve` each.
 
@@ -295,6 +331,8 @@ class Retriever:
         """
         t0 = time.perf_counter()
         jobs = [_Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
+        for job in jobs:
+            job.locate(proximity)
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
         if not live:
             return [self._finish(j, None, 0, False) for j in jobs]
@@ -331,7 +369,8 @@ class Retriever:
         slot_of_row = rows - starts[job_of]
         sims = np.zeros(rows.shape[0] if semantic is not None else 0, dtype=np.float64)
         any_sims = False
-        kinds: dict[tuple[Purpose, Strategy, PressureState, bool], int] = {}
+        kinds: dict[tuple[Purpose, Strategy, PressureState, bool, bool], int] = {}
+        prox: NDArray[np.float64] | None = None
         kind_of: list[int] = []
         keep = np.ones(rows.shape[0], dtype=np.bool_)
         solo: dict[int, NDArray[np.intp]] = {}
@@ -351,14 +390,24 @@ class Retriever:
                     sims[a:b] = job.term.similarities
                     any_sims = True
             request = job.request
+            if job.near is not None and b > a and i not in solo:
+                if prox is None:
+                    prox = np.zeros(rows.shape[0], dtype=np.float64)
+                am = ams[n]
+                assert am is not None
+                prox[a:b] = job.proximities(am, slot_of_row[a:b])
             kind = (request.purpose, request.strategy, job.pressure,
-                    job.term.similarities is not None)
+                    job.term.similarities is not None, job.near is not None)
             index = kinds.get(kind)
             if index is None:
                 index = kinds[kind] = len(kinds)
             kind_of.append(index)
-        # One weight row and one layer-weight row per kind of request in the frame.
-        weights = np.stack([self._weights_for(*kind)[0] for kind in kinds])
+        # One weight row and one layer-weight row per kind of request in the frame (rows of
+        # requests without a position get a zero proximity weight when others have one).
+        rows_w = [self._weights_for(*kind)[0] for kind in kinds]
+        if any(kind[4] for kind in kinds):
+            rows_w = [w if w.shape[0] == 5 else np.append(w, 0.0) for w in rows_w]
+        weights = np.stack(rows_w)
         layer_w = np.stack([self._layer_w[kind[0]] for kind in kinds])
         every = rows.shape[0] == mask.shape[0]  # no gather needed when all rows qualify
 
@@ -374,13 +423,15 @@ class Retriever:
         score = recency_scores(now, pick("anchor"), self.config.decay_half_life_ms)
         # Terms with a zero weight add exact zeros and are skipped (the same floats).
         if (weights == weights[0]).all() and (layer_w == layer_w[0]).all():
-            iw, rw, sw, pw = (float(x) for x in weights[0])  # one weight row for the frame
+            iw, rw, sw, pw = (float(x) for x in weights[0][:4])  # one row for the frame
             score *= rw
             score += iw * boosted
             if pw:
                 score += (pw * layer_w[0])[rows_layer]
             if sw and any_sims:
                 score += sw * sims
+            if prox is not None and weights[0][4]:
+                score += float(weights[0][4]) * prox
         else:
             row_kind = np.array(kind_of, dtype=np.intp)[job_of]
             w = weights[row_kind]
@@ -389,6 +440,8 @@ class Retriever:
             score += (weights[:, 3:4] * layer_w)[row_kind, rows_layer]
             if any_sims:
                 score += w[:, 2] * sims
+            if prox is not None:
+                score += w[:, 4] * prox
         score *= self.config.score_quantum  # quantize in place: one pass fewer
         np.rint(score, out=score)
         q = score.astype(np.int64)
@@ -475,7 +528,7 @@ class Retriever:
             else:
                 records = self._build(am, picked)
         parts = self._weights_for(request.purpose, request.strategy, pressure,
-                                  job.term.similarities is not None)[1]
+                                  job.term.similarities is not None, job.near is not None)[1]
         candidates = job.candidates
         budget = job.budget
         diagnostics = trusted(RetrievalDiagnostics, {

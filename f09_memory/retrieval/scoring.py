@@ -1,11 +1,15 @@
 """The hybrid score of spec section 7 over numpy columns.
 
-``score = IW*importance' + RW*recency + SW*semantic + PW*structural`` where ``importance'``
-is the importance with the flag boost, ``recency = exp(-dt/halfLife)``, ``semantic`` the
-cosine similarity to the query centroid, and ``structural`` the layer's weight for the
-purpose. Weights come from config by purpose x strategy, are multiplied by the pressure
-profile, and renormalized to sum to 1; when the semantic term is unavailable its weight is
-redistributed over the others in proportion.
+``score = IW*importance' + RW*recency + SW*semantic + PW*structural [+ XW*proximity]``
+where ``importance'`` is the importance with the flag boost, ``recency = exp(-dt/halfLife)``,
+``semantic`` the cosine similarity to the query centroid, ``structural`` the layer's weight
+for the purpose, and ``proximity`` (a request with a ``position`` only) ``1 / (1 + (d /
+scale)**2)`` of the record's distance to it (0 for a record without a position; see
+``f09_memory.spatial``). Weights come from config by purpose x strategy, are multiplied by
+the pressure profile, and renormalized to sum to 1; when the semantic term is unavailable
+its weight is redistributed over the others in proportion. The proximity weight
+(``ScoringTables.proximity``) joins them only when the request has a position: without one
+the weights are the four-term ones, bit for bit.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ from f09_memory.decay.decay import recency_scores
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.store.agent import AgentMemory
 
-__all__ = ["SCORE_KEYS", "ScoringContext", "compute_scores", "effective_weights", "quantize"]
+__all__ = ["PROXIMITY_KEY", "SCORE_KEYS", "ScoringContext", "compute_scores",
+           "effective_weights", "quantize"]
 
 SCORE_KEYS = ("importance", "recency", "semantic", "structural")
+PROXIMITY_KEY = "proximity"
+"""The fifth term's key (weights of a request with a ``position``)."""
 
 
 def effective_weights(
@@ -32,18 +39,26 @@ def effective_weights(
     strategy: Strategy,
     pressure: PressureState,
     semantic_available: bool,
+    positioned: bool = False,
 ) -> NDArray[np.float64]:
-    """Weights ``[IW, RW, SW, PW]`` for this request, summing to 1."""
+    """Weights ``[IW, RW, SW, PW]`` for this request, summing to 1.
+
+    With ``positioned`` (the request has a position): ``[IW, RW, SW, PW, XW]``, the
+    proximity weight of the purpose renormalized with the others.
+    """
     base = np.array(config.scoring.weights[purpose][strategy].as_tuple(), dtype=np.float64)
     mult = np.array(
         config.scoring.pressure[pressure].weight_multipliers.as_tuple(), dtype=np.float64
     )
     w = base * mult
+    if positioned:
+        w = np.append(w, config.scoring.proximity[purpose])
     if not semantic_available:
         w[2] = 0.0
     total = float(w.sum())
     if total <= 0.0:  # every remaining term was zero: fall back to importance + recency
-        w = np.array([0.5, 0.5, 0.0, 0.0])
+        w = np.zeros(w.shape[0])
+        w[:2] = 0.5
         total = 1.0
     result: NDArray[np.float64] = w / total
     return result
@@ -71,6 +86,7 @@ def compute_scores(
     slots: NDArray[np.intp],
     ctx: ScoringContext,
     semantic: NDArray[np.float64] | None = None,
+    proximity: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hybrid scores of the records in ``slots`` (vectorized; no per-record Python).
 
@@ -79,11 +95,14 @@ def compute_scores(
         slots: Candidate slots.
         ctx: Weights, time and tables.
         semantic: Cosine similarity per candidate (aligned with ``slots``), or ``None``.
+        proximity: The proximity term per candidate (aligned with ``slots``; weights of
+            five terms), or ``None``.
 
     Returns:
         float64 scores aligned with ``slots``.
     """
-    iw, rw, sw, pw = (float(x) for x in ctx.weights)
+    weights = ctx.weights
+    iw, rw, sw, pw = (float(x) for x in weights[:4])
     imp = am.importance[slots]
     flagged = am.flagged[slots]
     if flagged.any():
@@ -95,4 +114,6 @@ def compute_scores(
         score += pw * ctx.layer_weights[am.layer[slots]]
     if sw and semantic is not None:
         score += sw * semantic
+    if proximity is not None and weights.shape[0] == 5 and weights[4]:
+        score += float(weights[4]) * proximity
     return score

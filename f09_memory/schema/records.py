@@ -24,11 +24,19 @@ AttributeValue = StrictStr | StrictBool | StrictInt | StrictFloat
 
 
 class SpatialMeta(BoundaryModel):
-    """Where a spatial memory happened (world coordinates)."""
+    """Where a spatial memory happened: world coordinates and, optionally, a region id.
+
+    ``region`` is the host's name of the area (``"forest"``, ``"cell:12,40"``), checked at
+    ingest like a procedural ``pattern_id`` (``max_attribute_chars``, valid text) and
+    redacted like the other host-given ids when redaction mode is ON; omitted from JSON
+    when ``None``, so records and snapshots written before it existed keep their form and
+    digest.
+    """
 
     x: FiniteFloat
     y: FiniteFloat
     z: FiniteFloat = 0.0
+    region: Annotated[str, Field(min_length=1)] | None = None
 
 
 class SocialMeta(BoundaryModel):

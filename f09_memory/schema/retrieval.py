@@ -72,6 +72,13 @@ class RetrievalRequest(BoundaryModel):
     embedding of ``query`` (both: their centroid). Finite; its length must be the engine's
     embedding dimension (checked when the request is served, before any bundle is built)."""
 
+    position: tuple[Annotated[float, Field(allow_inf_nan=False)], ...] | None = Field(
+        default=None, min_length=2, max_length=3)
+    """Where the agent is now (``(x, y)`` or ``(x, y, z)``, finite world coordinates): the
+    proximity term scores records with a position by their distance to it (its weight is
+    ``ScoringTables.proximity`` for the purpose: ``navigation`` by default). ``None``: no
+    proximity term, the same scores as before it existed."""
+
     def has_filters(self) -> bool:
         """Whether any filter beyond layer policy, TTL and status is set."""
         return (self.layers is not None or self.tags_any is not None

@@ -12,7 +12,9 @@ from f09_memory import (
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    NearbyRecords,
     Opinion,
+    PhysicsEvent,
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
@@ -34,6 +36,17 @@ bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
                                                         "maxTokens": 10}])
 report: TickReport = engine.tick(3_000, budget_ms=2.0)
 engine.set_pressure("throttle")
+near: NearbyRecords = engine.nearby("npc-1", (0.0, 0.0), radius=5.0, k=3, layer="spatial")
+for hit in near:
+    place: MemoryRecord = hit.record
+    metres: float = hit.distance
+placed: RetrievedBundle = engine.retrieve({"agent_id": "npc-1", "purpose": "navigation",
+                                           "limit": 5, "position": [1.0, 2.0]})
+touched: Sequence[MemoryRecord] = engine.ingest_physics(
+    [PhysicsEvent(kind="collision", agent_id="npc-1", position=(1.0, 2.0),
+                  contact_class="fire"),
+     {"kind": "boundary", "agent_id": "npc-1", "position": [0, 0], "to_region": "town"}],
+    now=3_000)
 digest: str = engine.state_hash() + bundle_hash(bundle)
 engine.bind_thread()  # hand the engine to the calling thread
 social: list[SocialChanged] = engine.interact("npc-1", "npc-2", 0.5, kind="gift", now=3_000)
