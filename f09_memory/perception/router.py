@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from f09_memory.config.perception import EventRule, PerceptionSettings
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.perception.events import EngineEvent, render_text
-from f09_memory.perception.positions import AgentPositions
+from f09_memory.perception.placements import Placements
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
 
@@ -89,7 +89,7 @@ def _point(event: EngineEvent) -> NDArray[np.float64] | None:
 
 
 def _perceivers(event: EngineEvent, rule: EventRule, settings: PerceptionSettings,
-                positions: AgentPositions) -> list[tuple[str, str]]:
+                positions: Placements) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if "actor" in rule.perceivers and event.actor is not None:
         found.append((event.actor, "actor"))
@@ -172,7 +172,7 @@ def _ledger(event: EngineEvent, rule: EventRule, i: int) -> list[Any]:
 
 
 def route_events(events: list[EngineEvent], settings: PerceptionSettings,
-                 positions: AgentPositions) -> RoutedFrame:
+                 positions: Placements) -> RoutedFrame:
     """Route a validated frame (see the module docstring). Pure: changes nothing.
 
     Raises:

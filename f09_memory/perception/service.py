@@ -17,7 +17,7 @@ from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.perception.events import MAX_COORDINATE
-from f09_memory.perception.positions import AgentPositions
+from f09_memory.perception.placements import Placements
 from f09_memory.perception.router import parse_events, route_events
 from f09_memory.schema.records import SpatialMeta
 from f09_memory.social.service import SocialService
@@ -44,8 +44,8 @@ class Perception:
         self.writer = writer
         self.social = social
         self.settings = state.config.perception
-        self.positions = AgentPositions()
-        state.register(self.positions)
+        self.placements = Placements()
+        state.register(self.placements)
 
     def ingest(self, events: object, now: int) -> IngestedRecords:
         """Store what each perceiver of each event remembers; see the module docstring.
@@ -57,7 +57,7 @@ class Perception:
                 before anything is stored; the social layer's notable records are checked
                 after the event's records are stored, and only the ledger is rolled back).
         """
-        frame = route_events(parse_events(events), self.settings, self.positions)
+        frame = route_events(parse_events(events), self.settings, self.placements)
         if frame.interactions:  # checked before anything is stored
             self.social.check(frame.interactions, now)
         try:
@@ -73,7 +73,7 @@ class Perception:
             self.social.apply(frame.interactions, now)
         movers, xyz = frame.moves
         if movers:
-            self.positions.place(movers, xyz, now)
+            self.placements.place(movers, xyz, now)
         return records
 
     def place(self, positions: Mapping[str, Any], now: int) -> None:
@@ -107,8 +107,8 @@ class Perception:
         if ids:
             xyz = np.array(rows, dtype=np.float64)
             _check_bounds(xyz)
-            self.positions.place(ids, xyz, now)
+            self.placements.place(ids, xyz, now)
 
     def position(self, agent_id: str) -> tuple[float, float, float] | None:
         """The agent's last known position (``None``: never placed)."""
-        return self.positions.position(agent_id)
+        return self.placements.position(agent_id)

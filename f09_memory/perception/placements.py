@@ -16,17 +16,17 @@ from numpy.typing import NDArray
 
 from f09_memory.core.tables import KeyedTable
 
-__all__ = ["AgentPositions"]
+__all__ = ["Placements"]
 
 
-class AgentPositions(KeyedTable):
+class Placements(KeyedTable):
     """Last known position ``(x, y, z)`` and time ``at`` of each placed agent.
 
     Runtime complexity: :meth:`place` O(k); :meth:`within` O(placed agents) numpy plus
     O(m log m) for the m agents found.
     """
 
-    NAME: ClassVar[str] = "positions"
+    NAME: ClassVar[str] = "perception.placements"
     KEY_ARITY: ClassVar[int] = 1
     FLOATS: ClassVar[tuple[str, ...]] = ("x", "y", "z")
     INTS: ClassVar[tuple[str, ...]] = ("at",)
