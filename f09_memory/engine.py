@@ -164,7 +164,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
                                         self._semantic)
         self._social = SocialService(self._state, self._writer)
-        self._perception = Perception(self._state, self._writer, self._social)
+        self._perception = Perception(self._state, self._writer, self._social, self._spatial)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictInt, field_validator
+from pydantic import Field, StrictInt, field_validator, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.errors import ErrorCode
@@ -52,6 +52,12 @@ class EventRule(_Settings):
             target hears from the actor about the payload's ``about`` agent.
         ledger_kind: The ledger's interaction kind for ``mutual`` (a key of
             ``social.kind_weights``: interaction, trade, help, gift, betrayal).
+        physics: When set, the event is a physics event of this kind for its actor (and
+            target): it goes through the spatial layer's physics adapter, whose flags
+            (``MemoryConfig.spatial``) decide whether it is remembered (boundary
+            crossings, first contact of a class, every collision, plain movement), and
+            ``layer``, ``nearby`` and ``tags`` do not apply. The payload gives
+            ``fromRegion``, ``toRegion``, ``region`` and ``contactClass``.
     """
 
     layer: MemoryLayer = MemoryLayer.EPISODIC
@@ -63,6 +69,7 @@ class EventRule(_Settings):
     witness_discount: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     ledger: Literal["off", "mutual", "hearsay"] = "off"
     ledger_kind: Annotated[str, Field(min_length=1, max_length=32)] = "interaction"
+    physics: Literal["movement", "boundary", "collision"] | None = None
 
     @field_validator("perceivers")
     @classmethod
@@ -70,6 +77,12 @@ class EventRule(_Settings):
         if not value or len(set(value)) != len(value):
             raise ValueError("perceivers must name actor, target and/or nearby, once each")
         return value
+
+    @model_validator(mode="after")
+    def _physics_parties(self) -> EventRule:
+        if self.physics is not None and "nearby" in self.perceivers:
+            raise ValueError("a physics rule's perceivers are its bodies: actor and/or target")
+        return self
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON form (camelCase, every field)."""
@@ -89,9 +102,12 @@ DEFAULT_EVENT_RULES: dict[str, EventRule] = {
     "action": EventRule(perceivers=("actor",)),
     "combat": EventRule(perceivers=("actor", "target", "nearby"), importance=0.8,
                         tags=("danger",)),
-    "movement": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor",), ttl=600_000),
-    "boundary": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor",)),
-    "collision": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor", "target")),
+    "movement": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor",),
+                          physics="movement"),
+    "boundary": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor",),
+                          physics="boundary"),
+    "collision": EventRule(layer=MemoryLayer.SPATIAL, perceivers=("actor", "target"),
+                           physics="collision"),
 }
 """The rules of the common kinds; a config's ``rules`` replace them kind by kind."""
 

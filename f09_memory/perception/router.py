@@ -13,6 +13,10 @@ Perception reads the positions known when the frame starts; the actors' new posi
 winning. So a frame's routing does not depend on the order of its events' placements, and a
 refused frame moves nobody.
 
+A physics rule (``EventRule.physics``: the default ``movement``, ``boundary`` and
+``collision`` kinds) hands its event to the spatial layer's physics adapter instead, for
+the actor and the target, whose flags decide what is remembered.
+
 A rule may also feed the social ledger (``EventRule.ledger``): ``mutual`` interactions
 between actor and target, or ``hearsay`` (the target hears from the actor about the payload's
 ``about``), with the payload's ``sentiment``.
@@ -28,7 +32,7 @@ number in -1..1), and the payload as attributes plus ``eventRole`` (``actor``, `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +46,7 @@ from f09_memory.perception.placements import Placements
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
 
-__all__ = ["RoutedFrame", "parse_events", "route_events"]
+__all__ = ["PhysicsRoute", "RoutedFrame", "parse_events", "physics_events", "route_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +175,51 @@ def _ledger(event: EngineEvent, rule: EventRule, i: int) -> list[Any]:
              "kind": "hearsay", "source": actor}]
 
 
+PhysicsRoute = Callable[[EngineEvent, EventRule, int, list[tuple[str, str]]],
+                       list[dict[str, Any]]]
+"""Turns a physics rule's event into the items its perceivers remember (maybe none)."""
+
+
+def physics_events(event: EngineEvent, rule: EventRule, i: int,
+                   perceivers: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The spatial layer's physics events (``spatial.physics``) of one engine event.
+
+    Raises:
+        InputInvalidError: The event has no position, or a payload field the physics
+            event needs is not a string.
+    """
+    pos = event.position
+    if pos is None:
+        raise InputInvalidError(f"events[{i}] is a physics event: it needs a position",
+                                details={"field": "position", "index": i})
+    fields: dict[str, Any] = {}
+    for key, name in (("fromRegion", "from_region"), ("toRegion", "to_region"),
+                      ("region", "region"), ("contactClass", "contact_class")):
+        value = event.payload.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputInvalidError(f"events[{i}].payload.{key} must be a string",
+                                    details={"field": f"payload.{key}", "index": i})
+        if value is not None:
+            fields[name] = value
+    out = []
+    for agent, role in perceivers:
+        other = event.target if role == "actor" else event.actor
+        item: dict[str, Any] = {"kind": rule.physics, "agent_id": agent,
+                                "position": (pos.x, pos.y, pos.z), **fields,
+                                "tags": event.tags}
+        if other is not None:
+            item["other_id"] = other
+        if event.importance is not None:
+            item["importance"] = event.importance
+        out.append(item)
+    return out
+
+
 def route_events(events: list[EngineEvent], settings: PerceptionSettings,
-                 positions: Placements) -> RoutedFrame:
-    """Route a validated frame (see the module docstring). Pure: changes nothing.
+                 positions: Placements, physics: PhysicsRoute) -> RoutedFrame:
+    """Route a validated frame (see the module docstring). Changes nothing.
+
+    ``physics`` turns the events of physics rules into items (the spatial layer's adapter).
 
     Raises:
         InputInvalidError: An event's kind has no rule and there is no ``default_rule``.
@@ -189,7 +235,9 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
                 f"events[{i}]'s kind has no routing rule: add it to "
                 "MemoryConfig.perception.rules or set perception.default_rule",
                 details={"field": "kind", "index": i})
-        made = _items(event, rule, _perceivers(event, rule, settings, positions))
+        perceivers = _perceivers(event, rule, settings, positions)
+        made = (_items(event, rule, perceivers) if rule.physics is None
+                else physics(event, rule, i, perceivers))
         items.extend(made)
         event_of.extend([i] * len(made))
         interactions.extend(_ledger(event, rule, i))

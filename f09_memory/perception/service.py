@@ -12,15 +12,19 @@ from typing import Any
 
 import numpy as np
 
+from f09_memory.config.perception import EventRule
 from f09_memory.core.records import IngestedRecords
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError, MemoryEngineError
-from f09_memory.perception.events import MAX_COORDINATE
+from f09_memory.perception.events import MAX_COORDINATE, EngineEvent
 from f09_memory.perception.placements import Placements
-from f09_memory.perception.router import parse_events, route_events
+from f09_memory.perception.router import parse_events, physics_events, route_events
 from f09_memory.schema.records import SpatialMeta
 from f09_memory.social.service import SocialService
+from f09_memory.spatial.physics import parse_events as parse_physics
+from f09_memory.spatial.physics import physics_items
+from f09_memory.spatial.service import SpatialService
 
 __all__ = ["Perception"]
 
@@ -39,10 +43,12 @@ class Perception:
         writer: The write path every record goes through.
     """
 
-    def __init__(self, state: EngineState, writer: Writer, social: SocialService) -> None:
+    def __init__(self, state: EngineState, writer: Writer, social: SocialService,
+                 spatial: SpatialService) -> None:
         self.state = state
         self.writer = writer
         self.social = social
+        self.spatial = spatial
         self.settings = state.config.perception
         self.placements = Placements()
         state.register(self.placements)
@@ -57,7 +63,26 @@ class Perception:
                 before anything is stored; the social layer's notable records are checked
                 after the event's records are stored, and only the ledger is rolled back).
         """
-        frame = route_events(parse_events(events), self.settings, self.placements)
+        contacts: list[tuple[str, str]] = []
+        spatial = self.spatial
+        touched: set[tuple[str, str]] = set()  # membership only
+
+        def seen(key: tuple[str, str]) -> bool:
+            return key in touched or key in spatial.contacts
+
+        def physics(event: EngineEvent, rule: EventRule, i: int,
+                    perceivers: list[tuple[str, str]]) -> list[dict[str, Any]]:
+            try:
+                parsed = parse_physics(physics_events(event, rule, i, perceivers))
+            except MemoryEngineError as exc:
+                raise InputInvalidError(f"events[{i}]: {exc.message}",
+                                        details={"field": "events", "index": i}) from exc
+            plan = physics_items(parsed, spatial.settings, seen, spatial.redact)
+            touched.update(plan.contacts)
+            contacts.extend(plan.contacts)
+            return plan.items
+
+        frame = route_events(parse_events(events), self.settings, self.placements, physics)
         if frame.interactions:  # checked before anything is stored
             self.social.check(frame.interactions, now)
         try:
@@ -69,6 +94,7 @@ class Perception:
                 raise type(exc)(f"events[{event}]: {exc.message}",
                                 details={**exc.details, "index": event}) from exc
             raise
+        spatial.contacts.record(contacts, now)
         if frame.interactions:
             self.social.apply(frame.interactions, now)
         movers, xyz = frame.moves

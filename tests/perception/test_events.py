@@ -252,3 +252,47 @@ def test_a_ledger_kind_the_social_settings_lack_is_a_config_error() -> None:
     assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
     with pytest.raises(MemoryEngineError):
         MemoryConfig(social={"kind_weights": {"interaction": 1.0, "hearsay": 0.5}})  # trade
+
+
+def test_physics_kinds_go_through_the_spatial_adapter_and_its_flags() -> None:
+    engine = crowd()
+    got = engine.ingest_events([
+        {"kind": "movement", "actor": "hero", "position": (1, 1),
+         "payload": {"fromRegion": "forest", "toRegion": "market"}},  # a crossing
+        {"kind": "movement", "actor": "hero", "position": (2, 1),
+         "payload": {"region": "market"}},  # plain movement: not remembered by default
+        {"kind": "collision", "actor": "hero", "target": "cart", "position": (2, 2),
+         "payload": {"contactClass": "wood"}},  # a first contact for both bodies
+        {"kind": "collision", "actor": "hero", "position": (2, 3),
+         "payload": {"contactClass": "wood"}},  # touched before (same frame)
+    ], now=4)
+    assert [("hero", "boundary"), ("hero", "first-contact"), ("cart", "first-contact")] == [
+        (r.agent_id, r.metadata.tags[1]) for r in got]
+    assert {"spatial"} == {r.layer.value for r in got}
+    assert "market" == got[0].metadata.spatial.region
+    assert 2 == engine.contact_count("hero", "wood") and 1 == engine.contact_count("cart", "wood")
+    assert (2.0, 3.0, 0.0) == engine.position_of("hero")  # physics moves the actor too
+    again = engine.ingest_event({"kind": "collision", "actor": "hero", "position": (0, 0),
+                                 "payload": {"contactClass": "wood"}}, now=5)
+    assert 0 == len(again) and 3 == engine.contact_count("hero", "wood")
+
+
+@pytest.mark.parametrize("event", [
+    {"kind": "collision", "actor": "hero", "payload": {"contactClass": "wood"}},  # where?
+    {"kind": "collision", "actor": "hero", "position": (0, 0)},  # touched what?
+    {"kind": "boundary", "actor": "hero", "position": (0, 0), "payload": {"toRegion": 3}},
+])
+def test_a_malformed_physics_event_refuses_the_frame(event: Any) -> None:
+    engine = crowd()
+    before = engine.state_hash()
+    with pytest.raises(MemoryEngineError) as info:
+        engine.ingest_events([{"kind": "observation", "actor": "hero", "text": "Calm."}, event],
+                             now=1)
+    assert "events[1]" in info.value.message
+    assert before == engine.state_hash() and 0 == engine.contact_count("hero", "wood")
+
+
+def test_a_physics_rule_cannot_have_witnesses() -> None:
+    with pytest.raises(MemoryEngineError):
+        MemoryConfig(perception={"rules": {"bump": {"physics": "collision",
+                                                    "perceivers": ["actor", "nearby"]}}})
