@@ -53,6 +53,7 @@ from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.persistence import engine_io
 from f09_memory.persistence.facade import DEFAULT_EMBEDDER, DefaultEmbedder, PersistenceFacade
 from f09_memory.persistence.journal import Journaled, journaled
+from f09_memory.procedural.miner import ProceduralMiner, Procedure, check_procedures_args
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.filters import redact_filters
@@ -152,8 +153,9 @@ class MemoryEngine(PersistenceFacade, Journaled):
             self._state, self._writer,
             Summarizer(config, redact=self._prompt_redactor.redact_text), owner=self._owner)
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
+        self._miner = ProceduralMiner(self._state, self._writer)
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
-                                        self._semantic)
+                                        self._semantic, self._miner)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -429,6 +431,36 @@ class MemoryEngine(PersistenceFacade, Journaled):
             lines.append(f"- {rec.content}")
         return build_typed_extraction_prompt("\n".join(lines), today_date=today_date,
                                              redact=self._prompt_redactor.redact_text)
+
+    # ---- procedural
+    def procedures(self, agent_id: str, *, context: str | None = None, k: int = 5,
+                   min_support: int | None = None) -> list[Procedure]:
+        """What usually works (when ``context``): the agent's mined action patterns.
+
+        Patterns come from the agent's action records (``metadata.attributes`` ``action``,
+        ``outcome``, ``context``; see ``f09_memory.procedural``), counted by ``tick``'s
+        mining slices: records not yet mined are not counted. An unknown agent or context
+        has none.
+
+        Ordering guarantee: ``success_rate * (1 - 2 ** (-support / support_half))``,
+        quantized, descending, then ``pattern_id`` ascending.
+        Runtime complexity: O(p log p) for the agent's p patterns.
+
+        Args:
+            agent_id: The agent.
+            context: Only patterns of this context (``None``: every context; ``""``: the
+                patterns without one).
+            k: At most this many.
+            min_support: Only patterns seen this often (default
+                ``procedural.min_support``).
+
+        Raises:
+            InputInvalidError: ``k`` negative or not an int, ``min_support`` below 1,
+                ``context`` not a string, or a malformed ``agent_id``.
+        """
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        check_procedures_args(k, min_support, context)
+        return self._miner.procedures(agent_id, context, k, min_support)
 
     # ------------------------------------------------------------------ retrieval
     @journaled

@@ -3,11 +3,12 @@
 Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
 TickCosts), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
-variable map).
+variable map), ``procedural`` (ProceduralSettings).
 """
 
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
+from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.config.tables import (
     CompressionStrategy,
     PressureProfile,
@@ -23,6 +24,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryEnv",
     "PressureProfile",
+    "ProceduralSettings",
     "RetentionPolicy",
     "ScoreWeights",
     "ScoringTables",

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
+from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
 from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
@@ -157,6 +158,15 @@ class TickCosts(_ConfigModel):
     5.5 µs."""
     summary_store: PosInt = 4_500
     """Per summary record stored (redaction, embedding, events): about 22 µs."""
+    mine_record: PosInt = 300
+    """Per record the procedural miner reads (its attributes checked for an action): about
+    1.5 µs."""
+    mine_pattern: PosInt = 2_200
+    """Per n-gram the miner counts (the action's chain, canonical key, sha256 id, count):
+    about 11 µs."""
+    mine_store: PosInt = 16_000
+    """Per procedural record the miner creates or reinforces (validation, redaction, the
+    writer's store or update, events): about 80 µs."""
 
 
 class MemoryConfig(_ConfigModel):
@@ -275,6 +285,8 @@ class MemoryConfig(_ConfigModel):
     lets more through (then it may differ). 0 turns the check off."""
     tick_costs: TickCosts = Field(default_factory=TickCosts)
     """The tick's cost model (work units per kind of work)."""
+    procedural: ProceduralSettings = Field(default_factory=ProceduralSettings)
+    """The procedural pattern miner (index 14, ``f09_memory.procedural``)."""
     tick_behind_after: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 8
     """``memory:tick:behind`` is emitted when the tick backlog has grown this many ticks in
     a row (and ``TickReport.behind`` is then True)."""

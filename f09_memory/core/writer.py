@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from f09_memory.ingestion.pipeline import (
 from f09_memory.retention.compaction import Compactor
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.records import MemoryRecord, ProceduralMeta
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import Removed, content_fingerprint, normalized_content
 
@@ -456,6 +457,23 @@ class Writer:
                                          patterns=tuple(dict.fromkeys(labels))))
         self.publish(events)
         return am, slot
+
+    def set_procedural(self, am: AgentMemory, key: int, importance: float,
+                       meta: ProceduralMeta, now: int, events: list[Any]) -> None:
+        """Reinforce the live procedural record ``key``: importance, ``metadata.procedural``.
+
+        The recency anchor moves to ``now``; the rest of the record's metadata is kept.
+        Queues ``memory:record:updated`` (reason ``procedural``). The change is the store's
+        ``update`` (journaled as ``record.update`` in durable mode). O(1).
+        """
+        slot = am.slot_of[key]
+        extra = replace(am.extra_of(key), procedural=meta)
+        am.update(key, importance=importance, anchor=max(now, int(am.anchor[slot])),
+                  extra=extra)
+        if self.wants(RecordUpdated.name):
+            events.append(RecordUpdated(id=am.id_of(key),
+                                        fields=("importance", "recency_anchor", "metadata"),
+                                        reason="procedural"))
 
     # ------------------------------------------------------------------ public operations
     def ingest_items(self, agent_id: str, pending: Sequence[PendingRecord],

@@ -11,6 +11,7 @@ from f09_memory import (
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    Procedure,
     RetrievalRequest,
     RetrievedBundle,
     TickReport,
@@ -30,6 +31,9 @@ bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
                                                         "purpose": "dialog",
                                                         "maxTokens": 10}])
 report: TickReport = engine.tick(3_000, budget_ms=2.0)
+mined: int = report.mined + report.backlog.actions_unmined
+procedures: list[Procedure] = engine.procedures("npc-1", context="hungry", k=3)
+works: tuple[str, ...] = procedures[0].actions if procedures else ()
 engine.set_pressure("throttle")
 digest: str = engine.state_hash() + bundle_hash(bundle)
 engine.bind_thread()  # hand the engine to the calling thread
