@@ -158,15 +158,17 @@ class TickCosts(_ConfigModel):
     5.5 µs."""
     summary_store: PosInt = 4_500
     """Per summary record stored (redaction, embedding, events): about 22 µs."""
-    mine_record: PosInt = 300
-    """Per record the procedural miner reads (its attributes checked for an action): about
-    1.5 µs."""
-    mine_pattern: PosInt = 2_200
-    """Per n-gram the miner counts (the action's chain, canonical key, sha256 id, count):
-    about 11 µs."""
-    mine_store: PosInt = 16_000
-    """Per procedural record the miner creates or reinforces (validation, redaction, the
-    writer's store or update, events): about 80 µs."""
+    mine_record: PosInt = 700
+    """Per record the procedural miner reads (an action's attributes parsed, its chain
+    extended): about 3.5 µs."""
+    mine_pattern: PosInt = 2_000
+    """Per n-gram the miner counts (canonical key, sha256 id, count, the record check):
+    about 10 µs."""
+    mine_store: PosInt = 40_000
+    """Per procedural record the miner creates or reinforces through the writer
+    (validation, redaction, store or update, events): about 200 µs. A mined record is one
+    item of at most ``mine_record + (max_n - 1) * (mine_pattern + mine_store)`` units
+    (0.42 ms with the default ``max_n=3``)."""
 
 
 class MemoryConfig(_ConfigModel):

@@ -9,7 +9,7 @@ complete; nobody-listening events are never built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -44,7 +44,12 @@ from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, ProceduralMeta
 from f09_memory.store.agent import AgentMemory
-from f09_memory.store.records import Removed, content_fingerprint, normalized_content
+from f09_memory.store.records import (
+    NewRecords,
+    Removed,
+    content_fingerprint,
+    normalized_content,
+)
 
 __all__ = ["Writer", "reinforced"]
 
@@ -91,6 +96,9 @@ class Writer:
         self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
         self._dedup_on = bool(state.config.dedup_window_ms)
         self._limit = state.config.max_records_per_agent
+        self.on_stored: Callable[[AgentMemory, NewRecords], None] | None = None
+        """Called with each agent's new records that carry metadata or a source event,
+        once stored (the procedural miner notes its action records there)."""
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -223,6 +231,11 @@ class Writer:
             capped = []
             self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
             added.append((am, new, slots, evicted, labels, capped))
+        stored = self.on_stored
+        if stored is not None:
+            for am, new, *_ in added:
+                if new.extras or new.source_event:
+                    stored(am, new)
         semantic = self.semantic
         if semantic.available:
             texts = [text for _, new, *_ in added for text in new.content]

@@ -33,19 +33,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import RecordExtra
 
-__all__ = ["ActionStep", "action_at", "canonical_pattern", "parse_pattern", "pattern_id"]
+__all__ = ["ActionStep", "action_at", "canonical_pattern", "may_be_action", "parse_pattern",
+           "pattern_id"]
 
 _PROCEDURAL = MemoryLayer.PROCEDURAL.code
 _SOURCE_PREFIX = "action:"
 
 
-@dataclass(frozen=True, slots=True)
-class ActionStep:
+class ActionStep(NamedTuple):
     """One action read from a record: name, context (``""``: none), time, success score."""
 
     action: str
@@ -54,15 +55,28 @@ class ActionStep:
     success: float
 
 
+_OUTCOMES = {"success": 1.0, "failure": 0.0}
+
+
 def _outcome(value: object) -> float:
     """The success score of an ``outcome`` attribute (unknown: 0)."""
+    if isinstance(value, str):
+        score = _OUTCOMES.get(value)
+        return score if score is not None else _OUTCOMES.get(value.strip().casefold(), 0.0)
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, str):
-        return {"success": 1.0, "failure": 0.0}.get(value.strip().casefold(), 0.0)
     if isinstance(value, int | float) and math.isfinite(value) and 0.0 <= value <= 1.0:
         return round(float(value), 6)
     return 0.0
+
+
+def may_be_action(extra: RecordExtra | None, source_event: str | None) -> bool:
+    """Whether a record may be an action: an ``action`` attribute or an ``action:`` source.
+
+    The cheap test that decides which records the miner reads; :func:`action_at` parses.
+    """
+    return (extra is not None and "action" in extra.attributes) or (
+        source_event is not None and source_event.startswith(_SOURCE_PREFIX))
 
 
 def action_at(am: AgentMemory, key: int, slot: int) -> ActionStep | None:
@@ -71,18 +85,18 @@ def action_at(am: AgentMemory, key: int, slot: int) -> ActionStep | None:
     Runtime complexity: O(1) (two dict lookups; the tags only for a ``source_event``
     action).
     """
-    if int(am.layer[slot]) == _PROCEDURAL:
+    if am.layer.item(slot) == _PROCEDURAL:
         return None
     extra = am.extras.get(key)
     attrs = extra.attributes if extra is not None else None
     name = attrs.get("action") if attrs else None
-    time = int(am.created[slot])
+    time: int = am.created.item(slot)
     if name is not None:
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str) or not (name := name.strip()):
             return None
         assert attrs is not None
         context = attrs.get("context")
-        return ActionStep(name.strip(), context.strip() if isinstance(context, str) else "",
+        return ActionStep(name, context.strip() if isinstance(context, str) else "",
                           time, _outcome(attrs.get("outcome")))
     source = am.source_event.get(key) if am.source_event else None
     if source is None or not source.startswith(_SOURCE_PREFIX):

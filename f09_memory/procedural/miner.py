@@ -34,8 +34,6 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
@@ -45,6 +43,7 @@ from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.procedural.actions import (
     action_at,
     canonical_pattern,
+    may_be_action,
     parse_pattern,
     pattern_id,
 )
@@ -52,6 +51,7 @@ from f09_memory.procedural.tables import CursorTable, PatternTable, parse_tail, 
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import ProceduralMeta
 from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import NewRecords
 
 __all__ = ["MineReport", "ProceduralMiner", "Procedure", "check_procedures_args",
            "procedural_importance"]
@@ -130,50 +130,86 @@ class ProceduralMiner:
         state.register(self.patterns)
         state.register(self.cursors)
         costs = state.config.tick_costs
+        self._index: dict[str, list[int]] = {}
+        self._index_gen = (-1, -1)
+        writer.on_stored = self._note
         self._texts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         """Canonical text and id by pattern (a pure function's cache, never state)."""
-        self._costs = (costs.scan, costs.scan_slot, costs.mine_record, costs.mine_pattern,
-                       costs.mine_store)
+        self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store)
 
-    # ------------------------------------------------------------------ the tick slice
+    # ------------------------------------------------------------------ the action index
+    def _note(self, am: AgentMemory, new: NewRecords) -> None:
+        """The writer stored ``new`` for ``am``: index the keys that may be actions."""
+        if self._index_gen != self._generation():
+            return  # the index is rebuilt from the store before its next use
+        keys = new.keys
+        found = [keys[i] for i in sorted(set(new.extras) | set(new.source_event))
+                 if may_be_action(new.extras.get(i), new.source_event.get(i))]
+        if found:
+            self._index.setdefault(am.agent_id, []).extend(found)
+
+    def _generation(self) -> tuple[int, int]:
+        return self.cursors.generation, self.patterns.generation
+
+    def _pending_index(self) -> dict[str, list[int]]:
+        """Per agent, the keys past its cursor that may be actions, ascending.
+
+        Derived from the store and the cursors, never saved: rebuilt after a restore or a
+        replay (the tables' ``generation``), kept up to date by the writer's ``on_stored``
+        otherwise. Keys of records removed since stay until read (and are skipped).
+        """
+        generation = self._generation()
+        if self._index_gen != generation:
+            index: dict[str, list[int]] = {}
+            for am in self._state.store.agents():
+                if not (am.extras or am.source_event):
+                    continue
+                _, next_key = self.cursors.cursor(am.agent_id)
+                extras, sources = am.extras, am.source_event
+                keys = sorted(k for k in set(extras) | set(sources) if k >= next_key
+                              and may_be_action(extras.get(k), sources.get(k)))
+                if keys:
+                    index[am.agent_id] = keys
+            self._index = index
+            self._index_gen = generation
+        return self._index
+
     def _pending(self, am: AgentMemory) -> tuple[tuple[str, ...] | None, int, list[int]]:
-        """The agent's cursor row, next key and live keys past it (sorted)."""
-        if not (am.extras or am.source_event):  # no action record can be there
+        """The agent's cursor row, next key and live keys past it that may be actions."""
+        keys = self._pending_index().get(am.agent_id)
+        if not keys:
             return None, 0, []
         row, next_key = self.cursors.cursor(am.agent_id)
-        if am.next_key <= next_key:
-            return row, next_key, []
-        hi = am.hi
-        keys = am.key[:hi][am.alive[:hi]]
-        return row, next_key, np.sort(keys[keys >= next_key]).tolist()
+        slot_of = am.slot_of
+        return row, next_key, [k for k in keys if k >= next_key and k in slot_of]
 
+    # ------------------------------------------------------------------ the tick slice
     def slice(self, now: int, budget: WorkBudget, events: list[Any]) -> MineReport:
         """Mine under ``budget`` from where the last slice stopped; queue record events."""
         report = MineReport()
-        if not self.settings.enabled:
+        index = self._pending_index()
+        if not self.settings.enabled or not index:
             return report
-        scan, scan_slot, _, _, _ = self._costs
-        agents = self._state.store.agents()
-        if not agents:
-            return report
-        start = bisect_left([am.agent_id for am in agents], self.cursors.resume_agent())
+        store = self._state.store
+        agents = sorted(index)
+        start = bisect_left(agents, self.cursors.resume_agent())
         start = start if start < len(agents) else 0
         stopped_at = ""
         first = True
-        for am in agents[start:] + agents[:start]:
-            row, next_key, keys = self._pending(am)
-            if not keys:
+        for agent_id in agents[start:] + agents[:start]:
+            am = store.get(agent_id)
+            row, next_key, keys = self._pending(am) if am is not None else (None, 0, [])
+            if am is None or not keys:
+                del index[agent_id]
                 continue
-            cost = scan + am.hi * scan_slot
-            if not first and not budget.fits(cost):
-                stopped_at = am.agent_id
-                break
-            budget.spend(cost)
-            done = self._mine_agent(am, row, next_key, keys, now, budget, events, report, first)
+            read = self._mine_agent(am, row, next_key, keys, now, budget, events, report,
+                                    first)
             first = False
-            if not done:
-                stopped_at = am.agent_id
+            if read < len(keys):
+                index[agent_id] = keys[read:]
+                stopped_at = agent_id
                 break
+            del index[agent_id]
         if stopped_at or self.cursors.by_agent.get(""):
             self.cursors.set_resume(stopped_at)
         report.complete = not stopped_at
@@ -181,22 +217,22 @@ class ProceduralMiner:
 
     def _mine_agent(self, am: AgentMemory, row: tuple[str, ...] | None, next_key: int,
                     keys: list[int], now: int, budget: WorkBudget, events: list[Any],
-                    report: MineReport, first: bool) -> bool:
-        """Mine the agent's records ``keys``; return whether all were read.
+                    report: MineReport, first: bool) -> int:
+        """Mine the agent's records ``keys``; return how many were read (all: done).
 
         Counts accumulate in ``rows`` (pattern key -> ``[support, successes, first_seen,
         last_seen, record]``, read from the table on first use) and are written to the
         table once at the end, in one ``rows`` call.
         """
         settings = self.settings
-        _, _, c_record, c_pattern, c_store = self._costs
+        c_record, c_pattern, c_store = self._costs
         max_n, window = settings.max_n, settings.window_ms
         tail: list[tuple[str, str, int]] = parse_tail(row[1]) if row is not None else []
         start_key = next_key
         slot_of = am.slot_of
         rows: dict[tuple[str, str, str], list[Any]] = {}
         changed: dict[tuple[str, str, str], None] = {}
-        done = True
+        read = 0
         for key in keys:
             step = action_at(am, key, slot_of[key])
             chain = tail
@@ -219,10 +255,10 @@ class ProceduralMiner:
                                               v[4])
             cost = c_record + len(grams) * c_pattern + syncs * c_store
             if not first and not budget.fits(cost):
-                done = False
                 break
             first = False
             budget.spend(cost)
+            read += 1
             tail = chain
             next_key = key + 1
             if step is None:
@@ -242,12 +278,12 @@ class ProceduralMiner:
                     report.stored += 1
         if changed:
             self._write(rows, list(changed))
-        if done:  # the records the miner itself just stored are no actions: skip them
+        if read == len(keys):  # the records the miner itself just stored are no actions
             next_key = max(next_key, am.next_key)
         text = tail_text(tail[-(max_n - 1):])
         if row is None or row[1] != text or next_key != start_key:
             self.cursors.move(am.agent_id, row, text, next_key)
-        return done
+        return read
 
     def _gram(self, agent_id: str, actions: tuple[str, ...],
               context: str) -> tuple[str, str, str]:
@@ -326,14 +362,18 @@ class ProceduralMiner:
 
     # ------------------------------------------------------------------ backlog
     def backlog(self) -> int:
-        """Action records past their agent's cursor (not yet mined). O(records pending)."""
+        """Records that may be actions past their agent's cursor (not yet mined).
+
+        Runtime complexity: O(agents with pending records + their pending keys).
+        """
         if not self.settings.enabled:
             return 0
+        store = self._state.store
         total = 0
-        for am in self._state.store.agents():
-            _, _, keys = self._pending(am)
-            slot_of = am.slot_of
-            total += sum(1 for key in keys if action_at(am, key, slot_of[key]) is not None)
+        for agent_id in self._pending_index():
+            am = store.get(agent_id)
+            if am is not None:
+                total += len(self._pending(am)[2])
         return total
 
     # ------------------------------------------------------------------ queries

@@ -174,8 +174,7 @@ def test_small_budgets_mine_in_slices_to_the_same_counts() -> None:
             routine(engine, agent)
     whole.tick(100_000)
     costs = sliced.config.tick_costs
-    item = (costs.scan + 64 * costs.scan_slot + costs.mine_record
-            + 2 * (costs.mine_pattern + costs.mine_store))
+    item = costs.mine_record + 2 * (costs.mine_pattern + costs.mine_store)
     budget_ms = 0.05
     units = int(budget_ms * sliced.config.work_units_per_ms)
     mined, now = 0, 100_000
@@ -256,3 +255,18 @@ def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(MemoryEngineError) as info:
         MemoryConfig(procedural=bad)
     assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+
+
+def test_records_without_actions_leave_the_miner_unused_and_cost_nothing() -> None:
+    engine = new_engine()
+    for i in range(20):
+        engine.ingest("npc", f"met {i}", metadata={"attributes": {"with": "bob"}},
+                      source_event="talk:bob", now=i)
+    plain = new_engine(enabled=False)
+    for i in range(20):
+        plain.ingest("npc", f"met {i}", metadata={"attributes": {"with": "bob"}},
+                     source_event="talk:bob", now=i)
+    report = engine.tick(100, budget_ms=1.0)
+    assert 0 == report.mined
+    assert report.used_units == plain.tick(100, budget_ms=1.0).used_units
+    assert all(t.digest(1) is None for t in engine._state.tables.values())

@@ -87,3 +87,17 @@ def test_a_journal_replayed_after_a_crash_gives_the_same_miner_state(tmp_path: P
     assert expected == (reopened.state_hash(), answers(reopened))
     reopened._check()
     reopened.close()
+
+
+def test_actions_journaled_before_any_tick_are_mined_after_a_reopen(tmp_path: Path) -> None:
+    db = tmp_path / "mem.db"
+    live = MemoryEngine.open(db, CONFIG, embedder=None)
+    t = routine(live, "a", times=3, start=0)
+    assert live._durable is not None
+    live._durable.log.close()  # killed before any tick: the ingests replay from the journal
+    reopened = MemoryEngine.open(db, embedder=None)
+    memory = MemoryEngine(CONFIG, embedder=None)
+    routine(memory, "a", times=3, start=0)
+    assert 9 == reopened.tick(t + 1).mined == memory.tick(t + 1).mined
+    assert (memory.state_hash(), answers(memory)) == (reopened.state_hash(), answers(reopened))
+    reopened.close()
