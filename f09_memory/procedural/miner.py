@@ -133,9 +133,16 @@ class ProceduralMiner:
         self._index: dict[str, list[int]] = {}
         self._index_gen = (-1, -1)
         writer.on_stored = self._note
+        writer.on_forget_agent = self.forget_agent
         self._texts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         """Canonical text and id by pattern (a pure function's cache, never state)."""
         self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store)
+
+    def forget_agent(self, agent_id: str) -> None:
+        """Drop the agent's patterns and cursor (``forget(agent_id=...)``). O(its patterns)."""
+        self.patterns.delete(sorted(self.patterns.by_agent.get(agent_id, ())))
+        self.cursors.delete(sorted(self.cursors.by_agent.get(agent_id, ())))
+        self._index.pop(agent_id, None)
 
     # ------------------------------------------------------------------ the action index
     def _note(self, am: AgentMemory, new: NewRecords) -> None:

@@ -270,3 +270,16 @@ def test_records_without_actions_leave_the_miner_unused_and_cost_nothing() -> No
     assert 0 == report.mined
     assert report.used_units == plain.tick(100, budget_ms=1.0).used_units
     assert all(t.digest(1) is None for t in engine._state.tables.values())
+
+
+def test_forgetting_an_agent_drops_its_patterns_and_cursor() -> None:
+    engine = new_engine()
+    engine.tick(routine(engine) + 1)
+    routine(engine, "other", times=3)
+    engine.forget(agent_id="npc")
+    engine._check()
+    assert [] == engine.procedures("npc", min_support=1)
+    assert all(k[0] != "npc" for t in engine._state.tables.values() for k in sorted(t.keys()))
+    t = routine(engine, times=3, start=10**6)
+    engine.tick(t + 1)
+    assert 3 == engine.procedures("npc", k=1)[0].support  # counted afresh
