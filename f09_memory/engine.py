@@ -440,7 +440,7 @@ class MemoryEngine(PersistenceFacade, Journaled):
         Patterns come from the agent's action records (``metadata.attributes`` ``action``,
         ``outcome``, ``context``; see ``f09_memory.procedural``), counted by ``tick``'s
         mining slices: records not yet mined are not counted. An unknown agent or context
-        has none.
+        has none; ``forget(agent_id=...)`` drops the agent's patterns.
 
         Ordering guarantee: ``success_rate * (1 - 2 ** (-support / support_half))``,
         quantized, descending, then ``pattern_id`` ascending.

@@ -158,17 +158,20 @@ class TickCosts(_ConfigModel):
     5.5 µs."""
     summary_store: PosInt = 4_500
     """Per summary record stored (redaction, embedding, events): about 22 µs."""
+    mine_agent: PosInt = 6_000
+    """Per agent a mining slice visits (its pending keys, cursor and chain read, written
+    back with the slice's batched table writes): about 30 µs."""
     mine_record: PosInt = 700
     """Per record the procedural miner reads (an action's attributes parsed, its chain
     extended): about 3.5 µs."""
     mine_pattern: PosInt = 2_000
     """Per n-gram the miner counts (canonical key, sha256 id, count, the record check):
     about 10 µs."""
-    mine_store: PosInt = 40_000
+    mine_store: PosInt = 20_000
     """Per procedural record the miner creates or reinforces through the writer
-    (validation, redaction, store or update, events): about 200 µs. A mined record is one
+    (validation, redaction, store or update, events): about 100 µs. A mined record is one
     item of at most ``mine_record + (max_n - 1) * (mine_pattern + mine_store)`` units
-    (0.42 ms with the default ``max_n=3``)."""
+    (0.22 ms with the default ``max_n=3``), after ``mine_agent`` for its agent."""
 
 
 class MemoryConfig(_ConfigModel):

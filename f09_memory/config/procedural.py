@@ -45,7 +45,7 @@ class ProceduralSettings(BoundaryModel):
     also the confidence scale of ``engine.procedures``' ranking."""
     success_floor: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     """Share of the importance a pattern keeps at a success rate of 0."""
-    update_step: Annotated[float, Field(gt=0.0, le=1.0)] = 0.01
+    update_step: Annotated[float, Field(gt=0.0, le=1.0)] = 0.1
     """A pattern's record is reinforced when its importance or success rate would move by
     at least this (smaller moves are counted, not written: no record update per
     occurrence)."""

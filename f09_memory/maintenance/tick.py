@@ -22,10 +22,10 @@ same calls do the same work on every machine. A tick:
 
 Each step takes its first item whenever any budget is left (the due agents: always), so a
 tick always makes progress and overshoots by at most one item per step. No item costs more
-than about 0.42 ms of the reference machine with the default settings (a summary of 25
+than about 0.35 ms of the reference machine with the default settings (a summary of 25
 sources is three items: its selection, about 0.32 ms; making it, 0.25 ms; applying it,
 0.22 ms; a mined action record whose two n-grams both write their procedural records,
-0.42 ms with ``procedural.max_n=3``), so a tick overshoots by well under 1 ms. What does
+with its agent's visit, 0.25 ms), so a tick overshoots by well under 1 ms. What does
 not fit stays for the next tick and shows in the report's backlog; when the backlog grows
 ``tick_behind_after`` ticks in a row the report says ``behind`` and ``memory:tick:behind``
 is emitted.

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from f09_memory.config.procedural import ProceduralSettings
@@ -81,6 +81,20 @@ class Procedure:
     support: int
     success_rate: float
     record_id: str | None
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A slice's writes, made to the tables once at its end.
+
+    ``rows``: pattern key -> ``[support, successes, first_seen, last_seen, record]`` (read
+    from the table on first use); ``changed``: the keys to write, in first-change order;
+    ``moves``: cursor moves ``(agent_id, old row, tail, next_key)``.
+    """
+
+    rows: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    changed: dict[tuple[str, str, str], None] = field(default_factory=dict)
+    moves: list[tuple[str, tuple[str, ...] | None, str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -136,7 +150,8 @@ class ProceduralMiner:
         writer.on_forget_agent = self.forget_agent
         self._texts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         """Canonical text and id by pattern (a pure function's cache, never state)."""
-        self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store)
+        self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store,
+                       costs.mine_agent)
 
     def forget_agent(self, agent_id: str) -> None:
         """Drop the agent's patterns and cursor (``forget(agent_id=...)``). O(its patterns)."""
@@ -203,20 +218,29 @@ class ProceduralMiner:
         start = start if start < len(agents) else 0
         stopped_at = ""
         first = True
+        batch = _Batch()
         for agent_id in agents[start:] + agents[:start]:
             am = store.get(agent_id)
             row, next_key, keys = self._pending(am) if am is not None else (None, 0, [])
             if am is None or not keys:
                 del index[agent_id]
                 continue
+            if not first and not budget.fits(self._costs[3] + self._costs[0]):
+                stopped_at = agent_id
+                break
+            budget.spend(self._costs[3])
             read = self._mine_agent(am, row, next_key, keys, now, budget, events, report,
-                                    first)
+                                    first, batch)
             first = False
             if read < len(keys):
                 index[agent_id] = keys[read:]
                 stopped_at = agent_id
                 break
             del index[agent_id]
+        if batch.changed:
+            self._write(batch.rows, list(batch.changed))
+        if batch.moves:
+            self.cursors.move_many(batch.moves)
         if stopped_at or self.cursors.by_agent.get(""):
             self.cursors.set_resume(stopped_at)
         report.complete = not stopped_at
@@ -224,21 +248,19 @@ class ProceduralMiner:
 
     def _mine_agent(self, am: AgentMemory, row: tuple[str, ...] | None, next_key: int,
                     keys: list[int], now: int, budget: WorkBudget, events: list[Any],
-                    report: MineReport, first: bool) -> int:
+                    report: MineReport, first: bool, batch: _Batch) -> int:
         """Mine the agent's records ``keys``; return how many were read (all: done).
 
-        Counts accumulate in ``rows`` (pattern key -> ``[support, successes, first_seen,
-        last_seen, record]``, read from the table on first use) and are written to the
-        table once at the end, in one ``rows`` call.
+        Counts accumulate in ``batch.rows`` and the cursor move in ``batch.moves``; the
+        slice writes both to the tables once at its end.
         """
         settings = self.settings
-        c_record, c_pattern, c_store = self._costs
+        c_record, c_pattern, c_store, _ = self._costs
         max_n, window = settings.max_n, settings.window_ms
         tail: list[tuple[str, str, int]] = parse_tail(row[1]) if row is not None else []
         start_key = next_key
         slot_of = am.slot_of
-        rows: dict[tuple[str, str, str], list[Any]] = {}
-        changed: dict[tuple[str, str, str], None] = {}
+        rows, changed = batch.rows, batch.changed
         read = 0
         for key in keys:
             step = action_at(am, key, slot_of[key])
@@ -283,13 +305,11 @@ class ProceduralMiner:
                 if self._needs_sync(am, v[0], v[1], v[4]):
                     v[4] = self._sync(am, gram, v[0], v[1], v[4], now, events)
                     report.stored += 1
-        if changed:
-            self._write(rows, list(changed))
         if read == len(keys):  # the records the miner itself just stored are no actions
             next_key = max(next_key, am.next_key)
         text = tail_text(tail[-(max_n - 1):])
         if row is None or row[1] != text or next_key != start_key:
-            self.cursors.move(am.agent_id, row, text, next_key)
+            batch.moves.append((am.agent_id, row, text, next_key))
         return read
 
     def _gram(self, agent_id: str, actions: tuple[str, ...],
@@ -369,18 +389,27 @@ class ProceduralMiner:
 
     # ------------------------------------------------------------------ backlog
     def backlog(self) -> int:
-        """Records that may be actions past their agent's cursor (not yet mined).
+        """Live records that may be actions past their agent's cursor (not yet mined).
 
+        Every indexed key is past its agent's cursor (slices keep only what they did not
+        read), so this counts the live ones, at C speed, and prunes the removed ones.
         Runtime complexity: O(agents with pending records + their pending keys).
         """
         if not self.settings.enabled:
             return 0
         store = self._state.store
+        index = self._pending_index()
         total = 0
-        for agent_id in self._pending_index():
+        for agent_id in sorted(index):
             am = store.get(agent_id)
-            if am is not None:
-                total += len(self._pending(am)[2])
+            keys = index[agent_id]
+            live = 0 if am is None else sum(map(am.slot_of.__contains__, keys))
+            if live != len(keys):
+                if live and am is not None:
+                    index[agent_id] = [k for k in keys if k in am.slot_of]
+                else:
+                    del index[agent_id]
+            total += live
         return total
 
     # ------------------------------------------------------------------ queries

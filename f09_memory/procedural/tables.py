@@ -188,6 +188,18 @@ class CursorTable(_ByAgent):
         slots = self.rows([key])
         self.column("next_key")[slots] = next_key
 
+    def move_many(self, moves: Sequence[tuple[str, tuple[str, ...] | None, str, int]]
+                  ) -> None:
+        """:meth:`move` for several agents, with one ``rows`` call.
+
+        Args:
+            moves: ``(agent_id, old row, tail, next_key)`` per agent.
+        """
+        self.delete([old for agent_id, old, tail, _ in moves
+                     if old is not None and old != (agent_id, tail)])
+        slots = self.rows([(agent_id, tail) for agent_id, _, tail, _ in moves])
+        self.column("next_key")[slots] = [next_key for *_, next_key in moves]
+
     def resume_agent(self) -> str:
         """The agent the next slice starts from (``""``: the first)."""
         keys = self.by_agent.get("")

@@ -174,7 +174,7 @@ def test_small_budgets_mine_in_slices_to_the_same_counts() -> None:
             routine(engine, agent)
     whole.tick(100_000)
     costs = sliced.config.tick_costs
-    item = costs.mine_record + 2 * (costs.mine_pattern + costs.mine_store)
+    item = costs.mine_agent + costs.mine_record + 2 * (costs.mine_pattern + costs.mine_store)
     budget_ms = 0.05
     units = int(budget_ms * sliced.config.work_units_per_ms)
     mined, now = 0, 100_000
