@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -283,3 +284,57 @@ def test_forgetting_an_agent_drops_its_patterns_and_cursor() -> None:
     t = routine(engine, times=3, start=10**6)
     engine.tick(t + 1)
     assert 3 == engine.procedures("npc", k=1)[0].support  # counted afresh
+
+
+def reference_counts(stream: list[tuple[str, str, int, float]], max_n: int, window: int
+                     ) -> dict[tuple[tuple[str, ...], str], tuple[int, float]]:
+    """Brute force: every contiguous run of one context within the window, all n-grams."""
+    counts: dict[tuple[tuple[str, ...], str], tuple[int, float]] = {}
+    chain: list[tuple[str, str, int, float]] = []
+    for step in stream:
+        if chain and (chain[-1][1] != step[1] or not 0 <= step[2] - chain[-1][2] <= window):
+            chain = []
+        chain.append(step)
+        for n in range(2, min(max_n, len(chain)) + 1):
+            key = (tuple(s[0] for s in chain[-n:]), step[1])
+            support, successes = counts.get(key, (0, 0.0))
+            counts[key] = (support + 1, round(successes + step[3], 6))
+    return counts
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_random_stream_mined_in_random_slices_matches_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    engine = new_engine(max_n=4, window_ms=30, min_support=2)
+    stream: list[tuple[str, str, int, float]] = []
+    t = 0
+    for _ in range(150):
+        t += rng.choice([1, 5, 10, 40])
+        action, context = rng.choice("abc"), rng.choice(["", "x"])
+        outcome = rng.choice(["success", "failure", 0.5, "junk"])
+        score = {"success": 1.0, "failure": 0.0, 0.5: 0.5, "junk": 0.0}[outcome]
+        act(engine, "npc", action, t, outcome, context or None)
+        if rng.random() < 0.1:
+            engine.ingest("npc", "a plain thought", now=t)
+        stream.append((action, context, t, score))
+        if rng.random() < 0.2:
+            engine.tick(t, budget_ms=rng.choice([0.01, 0.05, None]))
+            engine._check()
+    while engine.tick(t, budget_ms=0.05).backlog.actions_unmined:
+        pass
+    expected = reference_counts(stream, 4, 30)
+    found = {(p.actions, p.context or ""): (p.support, p.success_rate)
+             for p in engine.procedures("npc", k=10_000, min_support=1)}
+    assert {k: (s, round(min(1.0, x / s), 6)) for k, (s, x) in expected.items()} == found
+    assert all(p.record_id is not None for p in engine.procedures("npc", k=10_000))
+
+
+def test_action_names_are_stored_redacted() -> None:
+    engine = new_engine(min_support=1)
+    for t in (1, 2):
+        act(engine, "npc", "mail bob@example.org", t)
+    engine.tick(10)
+    (proc,) = engine.procedures("npc", min_support=1)
+    rec = engine.get(proc.record_id or "")
+    assert "bob@example.org" not in repr(proc) and "bob@example.org" not in rec.content
+    assert "bob@example.org" not in repr(engine._state.tables["procedural.patterns"].get_state())
