@@ -338,3 +338,15 @@ def test_action_names_are_stored_redacted() -> None:
     rec = engine.get(proc.record_id or "")
     assert "bob@example.org" not in repr(proc) and "bob@example.org" not in rec.content
     assert "bob@example.org" not in repr(engine._state.tables["procedural.patterns"].get_state())
+
+
+def test_an_agent_at_its_record_ceiling_gets_no_procedural_record_and_no_error() -> None:
+    engine = MemoryEngine(MemoryConfig(episodic_max=20, max_records_per_agent=20),
+                          embedder=None)
+    t = routine(engine, times=6)  # 18 action records, then 2 plain ones: the agent is full
+    engine.ingest_many("npc", ["a thought", "another thought"], now=t)
+    engine.tick(t + 1)
+    engine._check()
+    assert 0 == engine.count("npc", "procedural")
+    top = engine.procedures("npc", k=1)[0]
+    assert (("eat", "sleep"), 6, None) == (top.actions, top.support, top.record_id)
