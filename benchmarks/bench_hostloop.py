@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from bench_procedural import mining_kinds
 from targets import SHORT, record, rounds, timings_ms
 
 from f09_memory import MemoryConfig, MemoryEngine
@@ -104,6 +105,7 @@ def _calibrate() -> dict[str, float]:
     out["scan + prune"] = _per_unit(prune, 10)
 
     out.update(_summary_kinds())
+    out.update(mining_kinds())
 
     embed = MemoryEngine(MemoryConfig(), seed=0)
     embed.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"the mill by the river {i}"}

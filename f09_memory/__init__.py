@@ -56,6 +56,7 @@ from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
 from f09_memory.maintenance import TickBacklog
 from f09_memory.perception import EngineEvent
+from f09_memory.procedural import Procedure
 from f09_memory.protocols import (
     EmbeddingProvider,
     LLMClient,
@@ -115,6 +116,7 @@ __all__ = [
     "PressureProfile",
     "PressureSource",
     "PressureState",
+    "Procedure",
     "Purpose",
     "RecordMetadata",
     "RecordNotFoundError",

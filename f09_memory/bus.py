@@ -111,8 +111,9 @@ class RecordExpired(_Payload):
 class RecordUpdated(_Payload):
     """A record was changed in place.
 
-    ``fields`` names what changed; ``reason`` is ``update`` (``engine.update``) or ``dedup``
-    (the same content again reinforced it).
+    ``fields`` names what changed; ``reason`` is ``update`` (``engine.update``), ``dedup``
+    (the same content again reinforced it) or ``procedural`` (the pattern miner reinforced
+    a procedural record).
     """
 
     name: ClassVar[str] = "memory:record:updated"

@@ -55,6 +55,7 @@ from f09_memory.perception.service import Perception
 from f09_memory.persistence import engine_io
 from f09_memory.persistence.facade import DEFAULT_EMBEDDER, DefaultEmbedder, PersistenceFacade
 from f09_memory.persistence.journal import Journaled, journaled
+from f09_memory.procedural.miner import ProceduralMiner, Procedure, check_procedures_args
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.filters import redact_filters
@@ -161,8 +162,9 @@ class MemoryEngine(PersistenceFacade, Journaled):
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._spatial = SpatialService(self._state, self._writer, self._reader,
                                        self._ingestor.redactor.redact_text)
+        self._miner = ProceduralMiner(self._state, self._writer)
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
-                                        self._semantic)
+                                        self._semantic, self._miner)
         self._social = SocialService(self._state, self._writer)
         self._perception = Perception(self._state, self._writer, self._social, self._spatial)
         self._fingerprint = config_fingerprint(config)
@@ -648,6 +650,35 @@ class MemoryEngine(PersistenceFacade, Journaled):
             raise InputInvalidError("contact_class must be a string of 1..256 characters",
                                     details={"field": "contact_class"})
         return self._spatial.contact_count(agent_id, contact_class)
+    # ---- procedural
+    def procedures(self, agent_id: str, *, context: str | None = None, k: int = 5,
+                   min_support: int | None = None) -> list[Procedure]:
+        """What usually works (when ``context``): the agent's mined action patterns.
+
+        Patterns come from the agent's action records (``metadata.attributes`` ``action``,
+        ``outcome``, ``context``; see ``f09_memory.procedural``), counted by ``tick``'s
+        mining slices: records not yet mined are not counted. An unknown agent or context
+        has none; ``forget(agent_id=...)`` drops the agent's patterns.
+
+        Ordering guarantee: ``success_rate * (1 - 2 ** (-support / support_half))``,
+        quantized, descending, then ``pattern_id`` ascending.
+        Runtime complexity: O(p log p) for the agent's p patterns.
+
+        Args:
+            agent_id: The agent.
+            context: Only patterns of this context (``None``: every context; ``""``: the
+                patterns without one).
+            k: At most this many.
+            min_support: Only patterns seen this often (default
+                ``procedural.min_support``).
+
+        Raises:
+            InputInvalidError: ``k`` negative or not an int, ``min_support`` below 1,
+                ``context`` not a string, or a malformed ``agent_id``.
+        """
+        agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        check_procedures_args(k, min_support, context)
+        return self._miner.procedures(agent_id, context, k, min_support)
 
     # ------------------------------------------------------------------ retrieval
     @journaled

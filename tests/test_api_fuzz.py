@@ -89,7 +89,8 @@ TAGS = st.one_of(st.none(), st.lists(WORDS, max_size=3))
 TTL = st.one_of(st.none(), st.integers(1, 10**6))
 METADATA = st.one_of(
     st.none(), st.fixed_dictionaries({"attributes": st.dictionaries(
-        st.sampled_from(["k", "zone"]), st.one_of(st.integers(-5, 5), WORDS), max_size=2)}),
+        st.sampled_from(["k", "zone", "action", "outcome", "context"]),
+        st.one_of(st.integers(-5, 5), WORDS), max_size=3)}),
     st.fixed_dictionaries({"spatial": st.fixed_dictionaries(
         {"x": st.floats(-10, 10), "y": st.floats(-10, 10)})}),
 )
@@ -261,6 +262,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.attempt(lambda: engine.records(a["agent"], a["layer"]))
         self.attempt(lambda: engine.count(a["agent"], a["layer"]))
         self.attempt(lambda: engine.get(a["record_id"]))
+        self.attempt(lambda: engine.procedures(a["agent"], k=a["k"], min_support=1))
         assert (engine.now, engine.pressure) is not None
         assert sorted(engine.agents()) == engine.agents()
         self.attempt(lambda: engine.summarization.pending())

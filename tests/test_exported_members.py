@@ -10,7 +10,7 @@ import f09_memory
 PUBLIC = {
     "EVENT_NAMES", "EmbeddingProvider", "EngineBus", "ErrorCode", "EventLog", "LLMClient",
     "MemoryConfig", "MemoryEngine", "MemoryEngineError", "MemoryLayer", "MemoryRecord",
-    "PressureProfile", "PressureSource", "PressureState", "Purpose", "RecordMetadata",
+    "PressureProfile", "PressureSource", "PressureState", "Procedure", "Purpose", "RecordMetadata",
     "RetentionPolicy", "RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle",
     "ScoreWeights", "Strategy", "SummarizationTask", "TaskStatus", "TickBacklog", "TickCosts",
     "TickReport",

@@ -4,12 +4,13 @@ Modules: ``config`` (MemoryConfig, RetentionPolicy, ImportanceSettings,
 TickCosts), ``perception`` (EventRule, PerceptionSettings: engine-event routing),
 ``social`` (SocialSettings), ``spatial`` (SpatialSettings), ``tables``
 (ScoreWeights, PressureProfile, ScoringTables and their defaults), ``env`` (MemoryEnv, the
-variable map).
+variable map), ``procedural`` (ProceduralSettings).
 """
 
 from f09_memory.config.config import ImportanceSettings, MemoryConfig, RetentionPolicy, TickCosts
 from f09_memory.config.env import ENV_FIELDS, MemoryEnv
 from f09_memory.config.perception import DEFAULT_EVENT_RULES, EventRule, PerceptionSettings
+from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.config.social import SocialSettings
 from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import (
@@ -30,6 +31,7 @@ __all__ = [
     "MemoryEnv",
     "PerceptionSettings",
     "PressureProfile",
+    "ProceduralSettings",
     "RetentionPolicy",
     "ScoreWeights",
     "ScoringTables",

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, StrictInt, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.perception import DEFAULT_EVENT_RULES, PerceptionSettings
+from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.config.social import SocialSettings
 from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import ScoringTables
@@ -160,6 +161,20 @@ class TickCosts(_ConfigModel):
     5.5 µs."""
     summary_store: PosInt = 4_500
     """Per summary record stored (redaction, embedding, events): about 22 µs."""
+    mine_agent: PosInt = 6_000
+    """Per agent a mining slice visits (its pending keys, cursor and chain read, written
+    back with the slice's batched table writes): about 30 µs."""
+    mine_record: PosInt = 700
+    """Per record the procedural miner reads (an action's attributes parsed, its chain
+    extended): about 3.5 µs."""
+    mine_pattern: PosInt = 2_000
+    """Per n-gram the miner counts (canonical key, sha256 id, count, the record check):
+    about 10 µs."""
+    mine_store: PosInt = 20_000
+    """Per procedural record the miner creates or reinforces through the writer
+    (validation, redaction, store or update, events): about 100 µs. A mined record is one
+    item of at most ``mine_record + (max_n - 1) * (mine_pattern + mine_store)`` units
+    (0.22 ms with the default ``max_n=3``), after ``mine_agent`` for its agent."""
 
 
 class MemoryConfig(_ConfigModel):
@@ -284,6 +299,8 @@ class MemoryConfig(_ConfigModel):
     """The tick's cost model (work units per kind of work)."""
     social: SocialSettings = Field(default_factory=SocialSettings)
     """The social ledger's rates and notable-change thresholds (``config.social``)."""
+    procedural: ProceduralSettings = Field(default_factory=ProceduralSettings)
+    """The procedural pattern miner (index 14, ``f09_memory.procedural``)."""
     tick_behind_after: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 8
     """``memory:tick:behind`` is emitted when the tick backlog has grown this many ticks in
     a row (and ``TickReport.behind`` is then True)."""

@@ -9,7 +9,8 @@ complete; nobody-listening events are never built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,14 @@ from f09_memory.ingestion.pipeline import (
 from f09_memory.retention.compaction import Compactor
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.schema.records import MemoryRecord
+from f09_memory.schema.records import MemoryRecord, ProceduralMeta
 from f09_memory.store.agent import AgentMemory
-from f09_memory.store.records import Removed, content_fingerprint, normalized_content
+from f09_memory.store.records import (
+    NewRecords,
+    Removed,
+    content_fingerprint,
+    normalized_content,
+)
 
 __all__ = ["Writer", "reinforced"]
 
@@ -90,6 +96,12 @@ class Writer:
         self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
         self._dedup_on = bool(state.config.dedup_window_ms)
         self._limit = state.config.max_records_per_agent
+        self.on_stored: Callable[[AgentMemory, NewRecords], None] | None = None
+        """Called with each agent's new records that carry metadata or a source event,
+        once stored (the procedural miner notes its action records there)."""
+        self.on_forget_agent: Callable[[str], None] | None = None
+        """Called with the agent id after ``forget(agent_id=...)``: the layers drop what
+        they derived from the agent's records (the procedural miner's patterns)."""
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -222,6 +234,11 @@ class Writer:
             capped = []
             self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
             added.append((am, new, slots, evicted, labels, capped))
+        stored = self.on_stored
+        if stored is not None:
+            for am, new, *_ in added:
+                if new.extras or new.source_event:
+                    stored(am, new)
         semantic = self.semantic
         if semantic.available:
             texts = [text for _, new, *_ in added for text in new.content]
@@ -391,6 +408,8 @@ class Writer:
         events: list[Any] = []
         for am, key in targets:
             self.remove(am, key, "forgotten", events)
+        if agent_id is not None and self.on_forget_agent is not None:
+            self.on_forget_agent(str(agent_id))
         self.publish(events)
         return len(targets)
 
@@ -456,6 +475,23 @@ class Writer:
                                          patterns=tuple(dict.fromkeys(labels))))
         self.publish(events)
         return am, slot
+
+    def set_procedural(self, am: AgentMemory, key: int, importance: float,
+                       meta: ProceduralMeta, now: int, events: list[Any]) -> None:
+        """Reinforce the live procedural record ``key``: importance, ``metadata.procedural``.
+
+        The recency anchor moves to ``now``; the rest of the record's metadata is kept.
+        Queues ``memory:record:updated`` (reason ``procedural``). The change is the store's
+        ``update`` (journaled as ``record.update`` in durable mode). O(1).
+        """
+        slot = am.slot_of[key]
+        extra = replace(am.extra_of(key), procedural=meta)
+        am.update(key, importance=importance, anchor=max(now, int(am.anchor[slot])),
+                  extra=extra)
+        if self.wants(RecordUpdated.name):
+            events.append(RecordUpdated(id=am.id_of(key),
+                                        fields=("importance", "recency_anchor", "metadata"),
+                                        reason="procedural"))
 
     # ------------------------------------------------------------------ public operations
     def ingest_items(self, agent_id: str, pending: Sequence[PendingRecord],

@@ -16,14 +16,17 @@ same calls do the same work on every machine. A tick:
    summarization scheduling;
 4. with budget left: compaction of layers over their caps (records beyond ``cap + slack``
    never wait for a tick: ingest evicts them, see ``core.writer``), re-embedding of records
-   whose embedding failed or went stale, and vector-index slices.
+   whose embedding failed or went stale, and vector-index slices;
+5. with budget left: a procedural mining slice (``procedural.miner``), resuming at each
+   agent's cursor; one record (with its n-grams and procedural record writes) is one item.
 
 Each step takes its first item whenever any budget is left (the due agents: always), so a
 tick always makes progress and overshoots by at most one item per step. No item costs more
 than about 0.35 ms of the reference machine with the default settings (a summary of 25
 sources is three items: its selection, about 0.32 ms; making it, 0.25 ms; applying it,
-0.22 ms), so even a 0.5 ms tick stays within about twice its budget. What does not fit
-stays for the next tick and shows in the report's backlog; when the backlog grows
+0.22 ms; a mined action record whose two n-grams both write their procedural records,
+with its agent's visit, 0.25 ms), so a tick overshoots by well under 1 ms. What does
+not fit stays for the next tick and shows in the report's backlog; when the backlog grows
 ``tick_behind_after`` ticks in a row the report says ``behind`` and ``memory:tick:behind``
 is emitted.
 """
@@ -42,6 +45,7 @@ from f09_memory.bus import DecayApplied, MemoryCompaction, RecordExpired, TickBe
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.maintenance.budget import WorkBudget
+from f09_memory.procedural.miner import ProceduralMiner
 from f09_memory.retention import Compactor, compact_store
 from f09_memory.retrieval.indexing import IndexBuilder
 from f09_memory.retrieval.semantic import SemanticMemory
@@ -71,6 +75,7 @@ class TickBacklog:
             LLM and waiting to be applied.
         embedding_retries: Live records waiting to be (re-)embedded.
         index_work: Vectors still to insert into indexes being (or due to be) built.
+        actions_unmined: Action records the procedural miner has not read yet.
     """
 
     agents_due: int = 0
@@ -78,12 +83,13 @@ class TickBacklog:
     pending_summaries: int = 0
     embedding_retries: int = 0
     index_work: int = 0
+    actions_unmined: int = 0
 
     @property
     def total(self) -> int:
         """The sum of the figures (what ``behind`` watches)."""
         return (self.agents_due + self.over_soft_caps + self.pending_summaries
-                + self.embedding_retries + self.index_work)
+                + self.embedding_retries + self.index_work + self.actions_unmined)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,7 @@ class TickReport:
         embedded: Records (re-)embedded this tick (earlier failures, a new provider, or the
             async embedding jobs that came due).
         pressure: The pressure state in force after the tick.
+        mined: Action records the procedural miner read this tick.
         backlog: What is left for later ticks.
         behind: Whether the backlog has grown ``tick_behind_after`` ticks in a row.
     """
@@ -127,6 +134,7 @@ class TickReport:
     pressure: PressureState
     summaries_applied: int = 0
     timed_out: int = 0
+    mined: int = 0
     backlog: TickBacklog = TickBacklog()
     behind: bool = False
 
@@ -139,11 +147,13 @@ class Maintenance:
         writer: Removes records with their events, publishes.
         summarization: Schedules and applies summaries.
         semantic: Re-embedding and index slices.
+        miner: The procedural pattern miner (``None``: no mining).
     """
 
     def __init__(self, state: EngineState, writer: Writer, summarization: SummarizationService,
-                 semantic: SemanticMemory) -> None:
+                 semantic: SemanticMemory, miner: ProceduralMiner | None = None) -> None:
         self._state = state
+        self._miner = miner
         self._writer = writer
         self._summarization = summarization
         self._semantic = semantic
@@ -228,6 +238,7 @@ class Maintenance:
         indexing = self._indexes.candidates(agents, live)
         if not budget.spent and indexing:
             budget.spend(self._indexes.slice(indexing, budget.left))
+        mined, unmined = self._mine(now, budget, events)
 
         backlog = TickBacklog(
             agents_due=left,
@@ -236,6 +247,7 @@ class Maintenance:
             + summarization.summarizer.ready_count,
             embedding_retries=self._semantic.retry_backlog(state.store),
             index_work=self._indexes.backlog(indexing),
+            actions_unmined=unmined,
         )
         behind = self._watch(backlog, events)
         self._writer.publish(events)
@@ -254,9 +266,20 @@ class Maintenance:
             pressure=state.pressure,
             summaries_applied=applied,
             timed_out=timed_out,
+            mined=mined,
             backlog=backlog,
             behind=behind,
         )
+
+    def _mine(self, now: int, budget: WorkBudget, events: list[Any]) -> tuple[int, int]:
+        """The procedural mining slice: ``(action records mined, action records left)``."""
+        miner = self._miner
+        if miner is None:
+            return 0, 0
+        if budget.spent:
+            return 0, miner.backlog()
+        report = miner.slice(now, budget, events)
+        return report.mined, 0 if report.complete else miner.backlog()
 
     def _due(self, agents: list[AgentMemory], now: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ from f09_memory import (
     NearbyRecords,
     Opinion,
     PhysicsEvent,
+    Procedure,
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
@@ -35,6 +36,9 @@ bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
                                                         "purpose": "dialog",
                                                         "maxTokens": 10}])
 report: TickReport = engine.tick(3_000, budget_ms=2.0)
+mined: int = report.mined + report.backlog.actions_unmined
+procedures: list[Procedure] = engine.procedures("npc-1", context="hungry", k=3)
+works: tuple[str, ...] = procedures[0].actions if procedures else ()
 engine.set_pressure("throttle")
 near: NearbyRecords = engine.nearby("npc-1", (0.0, 0.0), radius=5.0, k=3, layer="spatial")
 for hit in near:
