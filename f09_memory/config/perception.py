@@ -52,6 +52,9 @@ class EventRule(_Settings):
             target hears from the actor about the payload's ``about`` agent.
         ledger_kind: The ledger's interaction kind for ``mutual`` (a key of
             ``social.kind_weights``: interaction, trade, help, gift, betrayal).
+        places_actor: Whether the actor is placed at the event's position
+            (``PerceptionSettings.track_positions``): ``False`` for events that happen away
+            from the actor (a sighting of something far off).
         physics: When set, the event is a physics event of this kind for its actor (and
             target): it goes through the spatial layer's physics adapter, whose flags
             (``MemoryConfig.spatial``) decide whether it is remembered (boundary
@@ -69,6 +72,7 @@ class EventRule(_Settings):
     witness_discount: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     ledger: Literal["off", "mutual", "hearsay"] = "off"
     ledger_kind: Annotated[str, Field(min_length=1, max_length=32)] = "interaction"
+    places_actor: bool = True
     physics: Literal["movement", "boundary", "collision"] | None = None
 
     @field_validator("perceivers")

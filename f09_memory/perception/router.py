@@ -9,7 +9,7 @@ perceivers, each remembering it once:
    first (ties by id), at most ``max_perceivers``, the parties excluded.
 
 Perception reads the positions known when the frame starts; the actors' new positions
-(``track_positions``) are placed after the frame is stored, the last event of an actor
+(``track_positions``, for rules that ``places_actor``) are placed after the frame is stored, the last event of an actor
 winning. So a frame's routing does not depend on the order of its events' placements, and a
 refused frame moves nobody.
 
@@ -242,7 +242,8 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
         event_of.extend([i] * len(made))
         interactions.extend(_ledger(event, rule, i))
         point = _point(event)
-        if settings.track_positions and event.actor is not None and point is not None:
+        if (settings.track_positions and rule.places_actor and event.actor is not None
+                and point is not None):
             movers.pop(event.actor, None)  # the last event of an actor wins
             movers[event.actor] = point
     xyz = (np.stack(list(movers.values())) if movers

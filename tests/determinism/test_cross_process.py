@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.determinism import run_isolated, run_village
 from f09_memory.determinism.scenario import LIFECYCLE_CONFIG, scripted_village_llm
@@ -58,11 +64,24 @@ print(engine.state_hash(), len(hashes), hashes[-1])
 
 
 def test_grid_world_with_budgeted_ticks_is_identical_across_processes() -> None:
-    import os
-    import subprocess
-    import sys
-
     outs = [subprocess.run([sys.executable, "-c", _GRID], capture_output=True, text=True,
                            check=True, env=dict(os.environ, PYTHONHASHSEED=str(h))).stdout
             for h in (0, 4242)]
     assert outs[0] == outs[1] and len(outs[0].split()) == 3
+
+
+_LAYERS_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grid_layers.py"
+
+
+def test_the_game_layers_example_is_identical_across_processes_and_hash_seeds() -> None:
+    """Engine events, the social ledger, spatial memory and the miner, end to end."""
+    outs = [subprocess.run([sys.executable, str(_LAYERS_EXAMPLE), "--steps", "120"],
+                           capture_output=True, text=True, check=True, timeout=120,
+                           env=dict(os.environ, PYTHONHASHSEED=str(h))).stdout
+            for h in (0, 12345)]
+    assert outs[0] == outs[1]
+    text = outs[0]
+    for shown in ("food it remembers: Berry bushes", "trusts villager-", "when hungry: ",
+                  "navigating, it recalls: ", "'procedural': "):
+        assert shown in text, shown
+    assert re.search(r"^final state hash: [0-9a-f]{64}$", text, re.MULTILINE)

@@ -296,3 +296,13 @@ def test_a_physics_rule_cannot_have_witnesses() -> None:
     with pytest.raises(MemoryEngineError):
         MemoryConfig(perception={"rules": {"bump": {"physics": "collision",
                                                     "perceivers": ["actor", "nearby"]}}})
+
+
+def test_a_rule_that_does_not_place_the_actor_leaves_it_where_it_was() -> None:
+    engine = crowd(rules={"sighting": {"layer": "spatial", "perceivers": ["actor"],
+                                       "places_actor": False}})
+    engine.place({"scout": (1, 1)}, now=0)
+    got = engine.ingest_event({"kind": "sighting", "actor": "scout", "position": (30, 30),
+                               "text": "Smoke far to the east."}, now=1)
+    assert (30.0, 30.0) == (got[0].metadata.spatial.x, got[0].metadata.spatial.y)
+    assert (1.0, 1.0, 0.0) == engine.position_of("scout")
