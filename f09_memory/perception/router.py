@@ -9,9 +9,9 @@ perceivers, each remembering it once:
    first (ties by id), at most ``max_perceivers``, the parties excluded.
 
 Perception reads the positions known when the frame starts; the actors' new positions
-(``track_positions``, for rules that ``places_actor``) are placed after the frame is stored, the last event of an actor
-winning. So a frame's routing does not depend on the order of its events' placements, and a
-refused frame moves nobody.
+(``track_positions``, for rules that ``places_actor``) are placed after the frame is
+stored, the last event of an actor winning. So a frame's routing does not depend on the
+order of its events' placements, and a refused frame moves nobody.
 
 A physics rule (``EventRule.physics``: the default ``movement``, ``boundary`` and
 ``collision`` kinds) hands its event to the spatial layer's physics adapter instead, for
