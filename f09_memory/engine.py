@@ -388,7 +388,9 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         """Remove records now: the ones named (all or nothing), or all of ``agent_id``.
 
         Each emits ``memory:record:expired`` with reason ``forgotten``. The agent keeps its
-        id counter, so ids are never reused. Runtime complexity: O(records removed).
+        id counter, so ids are never reused. Forgetting all of an agent also drops its own
+        layer state: its opinions (others' opinions of it stay), its last known position
+        and its mined patterns. Runtime complexity: O(records removed).
 
         Returns:
             How many records were removed.

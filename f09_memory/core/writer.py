@@ -99,9 +99,9 @@ class Writer:
         self.on_stored: Callable[[AgentMemory, NewRecords], None] | None = None
         """Called with each agent's new records that carry metadata or a source event,
         once stored (the procedural miner notes its action records there)."""
-        self.on_forget_agent: Callable[[str], None] | None = None
-        """Called with the agent id after ``forget(agent_id=...)``: the layers drop what
-        they derived from the agent's records (the procedural miner's patterns)."""
+        self.forget_hooks: list[Callable[[str], None]] = []
+        """Called in order with the agent id after ``forget(agent_id=...)``: the layers drop
+        the agent's own state (the miner's patterns, its opinions, its placement)."""
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
@@ -408,8 +408,9 @@ class Writer:
         events: list[Any] = []
         for am, key in targets:
             self.remove(am, key, "forgotten", events)
-        if agent_id is not None and self.on_forget_agent is not None:
-            self.on_forget_agent(str(agent_id))
+        if agent_id is not None:
+            for hook in self.forget_hooks:
+                hook(str(agent_id))
         self.publish(events)
         return len(targets)
 

@@ -52,6 +52,11 @@ class Perception:
         self.settings = state.config.perception
         self.placements = Placements()
         state.register(self.placements)
+        writer.forget_hooks.append(self.forget_agent)
+
+    def forget_agent(self, agent_id: str) -> None:
+        """Drop the agent's last known position (``forget(agent_id=...)``)."""
+        self.placements.delete([(agent_id,)])
 
     def ingest(self, events: object, now: int) -> IngestedRecords:
         """Store what each perceiver of each event remembers; see the module docstring.

@@ -147,7 +147,7 @@ class ProceduralMiner:
         self._index: dict[str, list[int]] = {}
         self._index_gen = (-1, -1)
         writer.on_stored = self._note
-        writer.on_forget_agent = self.forget_agent
+        writer.forget_hooks.append(self.forget_agent)
         self._texts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         """Canonical text and id by pattern (a pure function's cache, never state)."""
         self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store,

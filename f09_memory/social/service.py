@@ -71,6 +71,15 @@ class SocialService:
                                   self.settings.trust_threshold, self.settings.trust_margin)
         self._cleared: set[str] = set()
         """Ids that passed the private-data check (a cache: the check is pure)."""
+        writer.forget_hooks.append(self.forget_agent)
+
+    def forget_agent(self, agent_id: str) -> None:
+        """Drop the agent's own opinions (``forget(agent_id=...)``).
+
+        Others' opinions of the agent are their memories: they stay.
+        """
+        others = sorted(self.ledger.others(agent_id))
+        self.ledger.delete([(agent_id, other) for other in others])
 
     # ------------------------------------------------------------------ checks
     def _refuse_private(self, ids: Sequence[str], field: str) -> None:

@@ -306,3 +306,24 @@ def test_a_rule_that_does_not_place_the_actor_leaves_it_where_it_was() -> None:
                                "text": "Smoke far to the east."}, now=1)
     assert (30.0, 30.0) == (got[0].metadata.spatial.x, got[0].metadata.spatial.y)
     assert (1.0, 1.0, 0.0) == engine.position_of("scout")
+
+
+def test_forgetting_an_agent_drops_its_opinions_and_placement_but_not_others_views(
+        tmp_path: Path) -> None:
+    db = tmp_path / "durable.db"
+    engine = MemoryEngine.open(db, seed=3)
+    engine.place({"bob": (1, 1), "ann": (2, 2)}, now=0)
+    engine.ingest_events([{"kind": "trade", "actor": "bob", "target": "ann",
+                           "payload": {"sentiment": 0.5}}], now=1)
+    before = engine.state_hash()
+    assert engine.forget(agent_id="bob") >= 1  # bob's records go
+    assert 0 == engine.count("bob") and engine.position_of("bob") is None
+    assert 0 == engine.opinion("bob", "ann").count and 1 == engine.opinion("ann", "bob").count
+    assert (2.0, 2.0, 0.0) == engine.position_of("ann") and before != engine.state_hash()
+    expected = engine.state_hash()
+    engine.close()
+    again = MemoryEngine.open(db)
+    assert expected == again.state_hash() and again.position_of("bob") is None
+    assert 0 == again.opinion("bob", "ann").count
+    again._check()
+    again.close()
