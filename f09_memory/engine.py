@@ -157,7 +157,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         self._prompt_redactor = Redactor.from_config(config, enabled=True)
         self.summarization = SummarizationService(
             self._state, self._writer,
-            Summarizer(config, redact=self._prompt_redactor.redact_text), owner=self._owner)
+            Summarizer(config, redact=self._prompt_redactor.redact_text,
+                       redact_lines=self._prompt_redactor.redact_lines), owner=self._owner)
         """Two-phase summarization: ``poll`` / ``complete`` / ``fail`` / ``request``."""
         self._spatial = SpatialService(self._state, self._writer, self._reader,
                                        self._ingestor.redactor.redact_text)

@@ -219,6 +219,10 @@ class Redactor:
             any_hit = any_hit or bool(hits)
         return out, labels if any_hit else None
 
+    def redact_lines(self, texts: list[str]) -> list[str]:
+        """:meth:`redact_text` of each text, through :meth:`redact_many` (one batch)."""
+        return self.redact_many(texts)[0]
+
     def redact_text(self, text: str) -> str:
         """Return only the redacted text (for prompts and log lines)."""
         return self.redact(text)[0]

@@ -142,6 +142,8 @@ class Summarizer:
             ``config.redaction_mode`` is OFF (when it is ON the store already holds
             content redacted with the same patterns, and a second pass would change
             nothing).
+        redact_lines: ``redact`` over all of a prompt's lines at once (e.g. the same
+            redactor's ``redact_lines``: its patterns' gates are checked once per prompt).
 
     Runtime complexity: ``schedule`` O(n) numpy over the agent's slots plus O(b) Python
     work for a batch of b (a few hundred microseconds for b = 25); ``complete`` O(text +
@@ -157,6 +159,7 @@ class Summarizer:
         *,
         redact: Callable[[str], str],
         redact_sources: bool | None = None,
+        redact_lines: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         if not isinstance(config, MemoryConfig):
             raise InputInvalidError("config must be a MemoryConfig", details={"field": "config"})
@@ -165,6 +168,7 @@ class Summarizer:
                                     "Redactor(patterns).redact_text)", details={"field": "redact"})
         self.config = config
         self._redact = redact
+        self._redact_lines = redact_lines
         self._redact_sources = (not config.redaction_mode if redact_sources is None
                                 else bool(redact_sources))
         self._system = load_summary_template()[0]
@@ -428,6 +432,7 @@ class Summarizer:
         return build_summary_prompt(
             groups,
             redact=self._redact,
+            redact_lines=self._redact_lines,
             event_max_chars=cfg.summarization_event_max_chars,
             max_facts=cfg.summarization_coverage_terms,
             max_words=max(16, cfg.summarization_max_tokens * 3 // 4),

@@ -95,6 +95,7 @@ def build_summary_prompt(
     event_max_chars: int = 500,
     max_facts: int = 8,
     max_words: int = 300,
+    redact_lines: Callable[[list[str]], list[str]] | None = None,
 ) -> SummaryPrompt:
     """Fill the template with the events of ``groups`` (see the module doc).
 
@@ -105,6 +106,9 @@ def build_summary_prompt(
         event_max_chars: Longest event line (after redaction; longer lines end in ``…``).
         max_facts: How many key-fact lines the model may write.
         max_words: Word limit stated to the model.
+        redact_lines: ``redact`` for all the lines at once (a redactor's batch path, e.g.
+            ``lambda lines: redactor.redact_many(lines)[0]``); each line gives what
+            ``redact`` gives it.
 
     Returns:
         The prompt.
@@ -112,7 +116,8 @@ def build_summary_prompt(
     Raises:
         InputInvalidError: No sources, or an empty group.
 
-    Runtime complexity: O(total content length) plus one ``redact`` call per line.
+    Runtime complexity: O(total content length) plus one ``redact`` call per line (or one
+    ``redact_lines`` call).
     """
     if not groups or any(len(g) == 0 for g in groups):
         raise InputInvalidError("nothing to summarize: pass non-empty groups of records",
@@ -129,13 +134,15 @@ def build_summary_prompt(
         header = f"Group {n} ({size}; about: {about}):" if about else f"Group {n} ({size}):"
         if n > 1:
             lines.append("")
-        lines.append(_clip(redact(" ".join(header.split())), event_max_chars))
+        lines.append(" ".join(header.split()))
         for src in group:
             tags = tags_of(src)
             tag_part = f" [tags: {', '.join(tags)}]" if tags else ""
-            line = " ".join(f"- t={src.recency_anchor}: {src.content}{tag_part}".split())
-            lines.append(_clip(redact(line), event_max_chars))
+            lines.append(" ".join(f"- t={src.recency_anchor}: {src.content}{tag_part}".split()))
             count += 1
+    redacted = redact_lines(lines) if redact_lines is not None else [
+        redact(line) if line else line for line in lines]
+    lines = [_clip(line, event_max_chars) if line else line for line in redacted]
     values = {
         "event_count": str(count),
         "first_time": str(first),
