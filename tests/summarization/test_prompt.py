@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.redaction import Redactor
 from f09_memory.summarization import (
     SUMMARY_PROMPT_VERSION,
     SourceEvent,
@@ -123,3 +124,14 @@ def test_empty_input_raises_input_invalid(groups: list[list[SourceEvent]]) -> No
     with pytest.raises(MemoryEngineError) as info:
         build_summary_prompt(groups, redact=lambda s: s)
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+
+
+def test_a_batch_redactor_gives_the_prompt_of_the_line_by_line_one() -> None:
+    redactor = Redactor(["EMAIL", "CARD"])
+    groups = [[ev(0, "x" * 470 + " " + EMAIL + " trailing", 0, ("mail",)),
+               ev(1, "Paid with 4111 1111 1111 1111 at the mill.", 5)],
+              [ev(2, f"{EMAIL} again", 9_000_000)]]
+    one = build_summary_prompt(groups, redact=redactor.redact_text, event_max_chars=500)
+    batch = build_summary_prompt(groups, redact=redactor.redact_text, event_max_chars=500,
+                                 redact_lines=redactor.redact_lines)
+    assert one == batch and "bob.smith" not in batch.user and "4111" not in batch.user
