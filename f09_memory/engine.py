@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
-from f09_memory._validate import check_budget_ms, check_now, parse_layer
-from f09_memory.bus import EngineBus, PressureChanged
+from f09_memory._validate import check_now, parse_layer
+from f09_memory.bus import EngineBus
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.claims import ingest_claim
 from f09_memory.core.digest import config_fingerprint, state_hash
@@ -38,7 +38,6 @@ from f09_memory.core.writer import Writer
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.errors import (
     InputInvalidError,
-    RecordNotFoundError,
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.pipeline import Ingestor, validate_agent_id, validate_item
@@ -49,7 +48,6 @@ from f09_memory.ingestion.typed_extraction import (
     parse_typed_memories,
     typed_memory_items,
 )
-from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.perception.service import Perception
@@ -59,9 +57,9 @@ from f09_memory.persistence.journal import journaled
 from f09_memory.procedural.miner import ProceduralMiner
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
-from f09_memory.retrieval.filters import redact_filters
-from f09_memory.retrieval.orchestrator import Retriever, SemanticTerm
+from f09_memory.retrieval.orchestrator import Retriever
 from f09_memory.retrieval.semantic import SemanticMemory
+from f09_memory.retrieval.service import RetrievalService
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
@@ -140,7 +138,6 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         self.bus = EngineBus(handler_errors=config.bus_handler_errors)
         self.counter: TokenCounter = token_counter or HeuristicTokenCounter(
             config.chars_per_token)
-        self.pressure_source = pressure_source
         self._state = EngineState.new(config, seed)
         if isinstance(embedder, DefaultEmbedder):
             embedder = HashingEmbedder(config.embedding_dim, seed=seed)
@@ -164,9 +161,11 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
                                        self._ingestor.redactor.redact_text)
         self._miner = ProceduralMiner(self._state, self._writer)
         self._maintenance = Maintenance(self._state, self._writer, self.summarization,
-                                        self._semantic, self._miner)
+                                        self._semantic, self._miner, pressure_source)
         self._social = SocialService(self._state, self._writer)
         self._perception = Perception(self._state, self._writer, self._social, self._spatial)
+        self._retrieval = RetrievalService(self._state, self._retriever, self._semantic,
+                                           self._ingestor.redactor, self._spatial.proximity)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -432,16 +431,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
                 list, or there is no text.
         """
         agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
-        if isinstance(record_ids, str | bytes | Mapping) or not isinstance(record_ids, Iterable):
-            raise InputInvalidError("record_ids must be a list of record ids",
-                                    details={"field": "record_ids"})
-        lines = []
-        for rid in record_ids:
-            rec = self.get(rid)
-            if rec.agent_id != agent_id:
-                raise RecordNotFoundError("a record id is not a record of the agent",
-                                          details={"field": "record_ids"})
-            lines.append(f"- {rec.content}")
+        lines = [f"- {text}" for text in self._reader.contents_of(agent_id, record_ids)]
         return build_typed_extraction_prompt("\n".join(lines), today_date=today_date,
                                              redact=self._prompt_redactor.redact_text)
 
@@ -469,32 +459,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
             TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
             InputInvalidError: A malformed request.
         """
-        req = self._prepare(RetrievalRequest.parse(request))
-        vectors = self._semantic.check_query_vectors([req], query_vectors)
-        t = self._time(now)
-        if self._semantic.pending is not None:  # async: a new text goes to the worker
-            self._semantic.prepare_queries([req.query], t)
-        pressure = req.pressure_state or self._state.pressure
-        semantic = self._semantic
-
-        def term(
-            am: AgentMemory, slots: NDArray[np.intp], r: RetrievalRequest
-        ) -> tuple[SemanticTerm, NDArray[np.intp]]:
-            return semantic.term(am, slots, r, vectors)
-
-        bundle = self._retriever.retrieve(self._state.store.get(req.agent_id), req, t,
-                                          pressure, term, self._spatial.proximity)
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
-                         req.agent_id, req.purpose.value, len(bundle.records),
-                         bundle.total_tokens)
-        return bundle
-
-    def _prepare(self, request: RetrievalRequest) -> RetrievalRequest:
-        redactor = self._ingestor.redactor
-        if self._state.store.get(request.agent_id) is None:  # known agents were checked
-            redactor.refuse_private(request.agent_id, field="agent_id")
-        return redact_filters(request, redactor.redact_text)
+        return self._retrieval.retrieve(request, self._time(now), query_vectors)
 
     @journaled
     def retrieve_many(
@@ -511,21 +476,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
             InputInvalidError: ``requests`` is not a list of requests.
         """
-        if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
-            raise InputInvalidError("requests must be a list of RetrievalRequest",
-                                    details={"field": "requests"})
-        reqs = [self._prepare(RetrievalRequest.parse(r)) for r in requests]
-        jobs = []
-        store = self._state.store
-        for r in reqs:
-            pressure = r.pressure_state or self._state.pressure
-            self._retriever.budget_for(r, pressure)
-            jobs.append((store.get(r.agent_id), r, pressure))
-        t = self._time(now)
-        self._semantic.check_query_vectors(reqs)
-        self._semantic.prepare_queries([r.query for r in reqs], t)  # one batched call
-        return self._retriever.retrieve_many(jobs, t, self._semantic.term,
-                                             self._spatial.proximity)
+        return self._retrieval.retrieve_many(requests, self._time(now))
 
     @property
     def embedder(self) -> EmbeddingProvider | None:
@@ -592,21 +543,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         Raises:
             InputInvalidError: ``state`` is not a pressure state.
         """
-        try:
-            new = PressureState(state)
-        except ValueError:
-            raise InputInvalidError(
-                f"unknown pressure state; use one of {[p.value for p in PressureState]}",
-                details={"field": "state"},
-            ) from None
-        old = self._state.pressure
-        if new is not old:
-            self._state.pressure = new
-            self._writer.publish([PressureChanged(previous=old.value, current=new.value)])
-
-    def _poll_pressure(self, now: int) -> None:
-        if self.pressure_source is not None:
-            self.set_pressure(self.pressure_source.poll(now))
+        self._maintenance.set_pressure(state)
 
     @journaled
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
@@ -626,15 +563,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         Raises:
             InputInvalidError: ``now`` earlier than the engine clock, or a bad budget.
         """
-        t = check_now(now)
-        if t < self._state.clock:
-            raise InputInvalidError(
-                f"tick(now={t}) is earlier than the engine clock {self._state.clock}; logical "
-                "time must not run backwards",
-                details={"now": t, "clock": self._state.clock},
-            )
-        budget = WorkBudget(check_budget_ms(budget_ms, self.config.work_units_per_ms))
-        return self._maintenance.run(t, budget, self._poll_pressure)
+        return self._maintenance.tick(now, budget_ms)
 
     # ------------------------------------------------------------------ persistence
     @classmethod

@@ -12,13 +12,13 @@ is cleared when full (or when the embedder changes); it never changes what is re
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.errors import RecordNotFoundError
+from f09_memory.errors import InputInvalidError, RecordNotFoundError
 from f09_memory.schema.base import trusted, trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
@@ -223,6 +223,25 @@ class RecordReader:
             return None
         slot = am.slot_of.get(parts[1])
         return None if slot is None else (am, slot)
+
+    def contents_of(self, agent_id: str, record_ids: object) -> list[str]:
+        """The contents of ``record_ids``, in order, all live records of ``agent_id``.
+
+        Raises:
+            InputInvalidError: ``record_ids`` is not a list of ids.
+            RecordNotFoundError: An id is not a live record of the agent.
+        """
+        if isinstance(record_ids, str | bytes | Mapping) or not isinstance(record_ids, Iterable):
+            raise InputInvalidError("record_ids must be a list of record ids",
+                                    details={"field": "record_ids"})
+        out = []
+        for rid in record_ids:
+            rec = self.get(rid)
+            if rec.agent_id != agent_id:
+                raise RecordNotFoundError("a record id is not a record of the agent",
+                                          details={"field": "record_ids"})
+            out.append(rec.content)
+        return out
 
     def get(self, record_id: str) -> MemoryRecord:
         """The live record ``record_id``. O(1).

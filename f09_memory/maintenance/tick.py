@@ -33,7 +33,6 @@ is emitted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -41,11 +40,20 @@ from typing import Any
 
 import numpy as np
 
-from f09_memory.bus import DecayApplied, MemoryCompaction, RecordExpired, TickBehind
+from f09_memory._validate import check_budget_ms, check_now
+from f09_memory.bus import (
+    DecayApplied,
+    MemoryCompaction,
+    PressureChanged,
+    RecordExpired,
+    TickBehind,
+)
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
+from f09_memory.errors import InputInvalidError
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.procedural.miner import ProceduralMiner
+from f09_memory.protocols import PressureSource
 from f09_memory.retention import Compactor, compact_store
 from f09_memory.retrieval.indexing import IndexBuilder
 from f09_memory.retrieval.semantic import SemanticMemory
@@ -148,11 +156,14 @@ class Maintenance:
         summarization: Schedules and applies summaries.
         semantic: Re-embedding and index slices.
         miner: The procedural pattern miner (``None``: no mining).
+        pressure_source: The rate governor polled at the start of each tick.
     """
 
     def __init__(self, state: EngineState, writer: Writer, summarization: SummarizationService,
-                 semantic: SemanticMemory, miner: ProceduralMiner | None = None) -> None:
+                 semantic: SemanticMemory, miner: ProceduralMiner | None = None,
+                 pressure_source: PressureSource | None = None) -> None:
         self._state = state
+        self.pressure_source = pressure_source
         self._miner = miner
         self._writer = writer
         self._summarization = summarization
@@ -181,13 +192,46 @@ class Maintenance:
         am.set_bounds(min_deadline=int(rest.min()) if rest.shape[0] else NO_DEADLINE)
         return int(due.shape[0])
 
-    def run(self, now: int, budget: WorkBudget,
-            poll_pressure: Callable[[int], None]) -> TickReport:
+    def set_pressure(self, value: PressureState | str) -> None:
+        """Put the pressure state ``value`` in force; ``memory:pressure:changed`` on a change.
+
+        Raises:
+            InputInvalidError: ``value`` is not a pressure state.
+        """
+        try:
+            new = PressureState(value)
+        except ValueError:
+            raise InputInvalidError(
+                f"unknown pressure state; use one of {[p.value for p in PressureState]}",
+                details={"field": "state"},
+            ) from None
+        old = self._state.pressure
+        if new is not old:
+            self._state.pressure = new
+            self._writer.publish([PressureChanged(previous=old.value, current=new.value)])
+
+    def tick(self, now: object, budget_ms: object) -> TickReport:
+        """Validate ``now`` (not before the clock) and the budget, then :meth:`run`.
+
+        Raises:
+            InputInvalidError: ``now`` earlier than the engine clock, or a bad budget.
+        """
+        t = check_now(now)
+        clock = self._state.clock
+        if t < clock:
+            raise InputInvalidError(
+                f"tick(now={t}) is earlier than the engine clock {clock}; logical time must "
+                "not run backwards", details={"now": t, "clock": clock})
+        return self.run(t, WorkBudget(check_budget_ms(budget_ms,
+                                                      self._state.config.work_units_per_ms)))
+
+    def run(self, now: int, budget: WorkBudget) -> TickReport:
         """One tick at ``now`` (already validated and not before the clock)."""
         state = self._state
         costs = self._costs
         state.clock = now
-        poll_pressure(now)
+        if self.pressure_source is not None:
+            self.set_pressure(self.pressure_source.poll(now))
         agents = state.store.agents()
         n = len(agents)
         budget.spend(n * costs.agent)

@@ -1,0 +1,105 @@
+"""Retrieval as the engine serves it: requests checked and redacted, then scored.
+
+``MemoryEngine.retrieve`` and ``retrieve_many`` delegate here. A request is parsed, its
+agent id checked for private data (for an agent the store does not know yet), its text
+filters redacted like stored text, its semantic inputs prepared (query texts embedded once
+per distinct text, or handed to the async worker), then the ``Retriever`` scores and packs
+(single path or the crowd's shared numpy passes) with the spatial layer's proximity term.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.core.state import EngineState
+from f09_memory.errors import InputInvalidError
+from f09_memory.redaction.redactor import Redactor
+from f09_memory.retrieval.filters import redact_filters
+from f09_memory.retrieval.orchestrator import ProximityScorer, Retriever, SemanticTerm
+from f09_memory.retrieval.semantic import SemanticMemory
+from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.store.agent import AgentMemory
+
+__all__ = ["RetrievalService"]
+
+logger = logging.getLogger("f09_memory")
+
+
+class RetrievalService:
+    """The engine's retrieval front door (see the module docstring).
+
+    Args:
+        state: The engine state (store and pressure).
+        retriever: Scoring and packing.
+        semantic: The semantic term (query vectors, async queries).
+        redactor: The ingest redactor (private ids refused, filters redacted).
+        proximity: The spatial layer's proximity term (navigation with a position).
+    """
+
+    def __init__(self, state: EngineState, retriever: Retriever, semantic: SemanticMemory,
+                 redactor: Redactor, proximity: ProximityScorer) -> None:
+        self._state = state
+        self._retriever = retriever
+        self._semantic = semantic
+        self._redactor = redactor
+        self._proximity = proximity
+
+    def _prepare(self, request: object) -> RetrievalRequest:
+        req = RetrievalRequest.parse(request)
+        if self._state.store.get(req.agent_id) is None:  # known agents were checked
+            self._redactor.refuse_private(req.agent_id, field="agent_id")
+        return redact_filters(req, self._redactor.redact_text)
+
+    def retrieve(self, request: RetrievalRequest | Mapping[str, Any], now: int,
+                 query_vectors: NDArray[np.float32] | None) -> RetrievedBundle:
+        """One agent's bundle (``MemoryEngine.retrieve``).
+
+        Raises:
+            TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
+            InputInvalidError: A malformed request.
+        """
+        req = self._prepare(request)
+        semantic = self._semantic
+        vectors = semantic.check_query_vectors([req], query_vectors)
+        if semantic.pending is not None:  # async: a new text goes to the worker
+            semantic.prepare_queries([req.query], now)
+        pressure = req.pressure_state or self._state.pressure
+
+        def term(
+            am: AgentMemory, slots: NDArray[np.intp], r: RetrievalRequest
+        ) -> tuple[SemanticTerm, NDArray[np.intp]]:
+            return semantic.term(am, slots, r, vectors)
+
+        bundle = self._retriever.retrieve(self._state.store.get(req.agent_id), req, now,
+                                          pressure, term, self._proximity)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
+                         req.agent_id, req.purpose.value, len(bundle.records),
+                         bundle.total_tokens)
+        return bundle
+
+    def retrieve_many(self, requests: object, now: int) -> list[RetrievedBundle]:
+        """A frame's bundles in request order (``MemoryEngine.retrieve_many``).
+
+        Raises:
+            TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
+            InputInvalidError: ``requests`` is not a list of requests, or one is malformed.
+        """
+        if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
+            raise InputInvalidError("requests must be a list of RetrievalRequest",
+                                    details={"field": "requests"})
+        reqs = [self._prepare(r) for r in requests]
+        store = self._state.store
+        jobs = []
+        for r in reqs:
+            pressure = r.pressure_state or self._state.pressure
+            self._retriever.budget_for(r, pressure)
+            jobs.append((store.get(r.agent_id), r, pressure))
+        self._semantic.check_query_vectors(reqs)
+        self._semantic.prepare_queries([r.query for r in reqs], now)  # one batched call
+        return self._retriever.retrieve_many(jobs, now, self._semantic.term, self._proximity)
