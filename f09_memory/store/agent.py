@@ -15,6 +15,9 @@ What a record is made of:
   (:class:`RecordExtra`: source refs, spatial/social/procedural metadata, attributes).
 
 ``MemoryRecord`` objects are built at the boundary (``core.records``), never kept here.
+The class's bases hold the parts that are not the write path: ``store.order`` (time-ordered
+views), ``store.vectors`` (vector column, embedded flags, index builds) and
+``store.dedup`` (the ingest-dedup index).
 Episodic keys also live in an :class:`EpisodicRing` (insertion order, O(1) eviction); the
 other layers need no order structure: time order is a numpy ``lexsort`` when asked for.
 
@@ -25,7 +28,6 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,9 @@ from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
+from f09_memory.store.dedup import AgentDedup
 from f09_memory.store.digests import MASK128
+from f09_memory.store.order import AgentOrder
 from f09_memory.store.records import (
     EMPTY_EXTRA,
     NO_DEADLINE,
@@ -45,6 +49,7 @@ from f09_memory.store.records import (
 )
 from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.tags import TagTable
+from f09_memory.store.vectors import AgentVectors
 
 __all__ = ["AgentMemory"]
 
@@ -59,7 +64,7 @@ _VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadli
 token counter may return any number, which numpy converts)."""
 
 
-class AgentMemory:
+class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
     """Columnar storage of one agent's live records.
 
     Runtime complexity: ``add_batch`` O(k) numpy plus amortized O(1) per episodic record;
@@ -163,19 +168,6 @@ class AgentMemory:
                 cap *= 2
             self._grow(cap)
 
-    def ensure_vectors(self, dim: int) -> NDArray[np.float32]:
-        """The vector column, allocated (or re-allocated for a new ``dim``) on demand."""
-        if self.vectors is None or self.vectors.shape[1] != dim:
-            self.vectors = np.zeros((self.capacity, dim), dtype=np.float32)
-            self.embedded[:] = False
-        return self.vectors
-
-    def drop_index(self) -> None:
-        """Forget the index and any build in progress (a new embedder makes them stale)."""
-        self.index = None
-        self.index_build = None
-        self.index_cursor = 0
-
     # ------------------------------------------------------------------ reading
     @property
     def live(self) -> int:
@@ -205,53 +197,6 @@ class AgentMemory:
     def extra_of(self, key: int) -> RecordExtra:
         """The sparse metadata of record ``key`` (empty when it has none)."""
         return self.extras.get(key, EMPTY_EXTRA)
-
-    def live_slots(self) -> NDArray[np.intp]:
-        """Slots of live records in slot order (not a meaningful order by itself)."""
-        return np.flatnonzero(self.alive[: self.hi])
-
-    def slots_in_time_order(self, layer: MemoryLayer | None = None) -> NDArray[np.intp]:
-        """Live slots ordered by ``(recency_anchor, key)``; episodic alone in ring order.
-
-        Runtime complexity: O(n log n) numpy (episodic: O(n) over the ring).
-        """
-        if layer is MemoryLayer.EPISODIC:
-            slot_of = self.slot_of
-            return np.fromiter((slot_of[k] for k in self.ring), dtype=np.intp,
-                               count=self.ring.live)
-        hi = self.hi
-        mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
-            self.layer[:hi] == layer.code)
-        slots = np.flatnonzero(mask)
-        order = np.lexsort((self.key[slots], self.anchor[slots]))
-        result: NDArray[np.intp] = slots[order]
-        return result
-
-    def keys_in_time_order(self, layer: MemoryLayer | None = None) -> Iterator[int]:
-        """Live keys ordered by ``(recency_anchor, key)``; episodic alone in ring order."""
-        if layer is MemoryLayer.EPISODIC:
-            yield from self.ring
-        else:
-            yield from self.key[self.slots_in_time_order(layer)].tolist()
-
-    def newest_slots(self, k: int, layer: MemoryLayer | None = None) -> NDArray[np.intp]:
-        """The ``k`` newest live slots by ``(recency_anchor, key)``, newest first.
-
-        Runtime complexity: O(n) numpy plus O(k log k).
-        """
-        hi = self.hi
-        mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
-            self.layer[:hi] == layer.code)
-        slots = np.flatnonzero(mask)
-        if k <= 0 or slots.shape[0] == 0:
-            return np.zeros(0, dtype=np.intp)
-        if k < slots.shape[0]:
-            anchors = self.anchor[slots]
-            cut = np.partition(anchors, slots.shape[0] - k)[slots.shape[0] - k]
-            slots = slots[anchors >= cut]
-        order = np.lexsort((-self.key[slots], -self.anchor[slots]))[:k]
-        result: NDArray[np.intp] = slots[order]
-        return result
 
     # ------------------------------------------------------------------ writing
     def _take_slots(self, n: int) -> list[int]:
@@ -509,22 +454,11 @@ class AgentMemory:
             self.ring.discard(key)
         if self.dedup is not None:
             self._forget_fingerprint(slot, key)
-        if self.hashed.item(slot):  # _unhash, inline: every removal passes here
-            value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
-            self.digest_sum = (self.digest_sum - value) & MASK128
-            self.hashed[slot] = False
-        self.rev[slot] = self.next_rev
-        self.next_rev += 1
-        self.dirty = True
+        self._unhash(slot)
         self.alive[slot] = False
         if self.embedded.item(slot):
             self.embedded[slot] = False
-        # an updated record is un-embedded but keeps its key in the index until re-embedded
-        if self.index is not None or self.index_build is not None:
-            gone = np.array([key], dtype=np.int64)
-            for index in (self.index, self.index_build):
-                if index is not None:
-                    index.remove(gone)
+        self._unindex([key])
         self.content[slot] = None
         self._counts[code] -= 1
         self.free.append(slot)
@@ -557,11 +491,7 @@ class AgentMemory:
         self.dirty = True
         self.alive[index] = False
         self.embedded[index] = False
-        if self.index is not None or self.index_build is not None:  # updated keys too
-            gone = np.asarray(keys, dtype=np.int64)
-            for vector_index in (self.index, self.index_build):
-                if vector_index is not None:
-                    vector_index.remove(gone)
+        self._unindex(keys)
         content = self.content
         for slot in slots:
             content[slot] = None
@@ -569,25 +499,6 @@ class AgentMemory:
         self.free.extend(slots)
         layer = LAYERS_BY_CODE[_EPISODIC]
         return [Removed(self.agent_id, layer, key) for key in keys]
-
-    def _forget_fingerprint(self, slot: int, key: int) -> None:
-        assert self.dedup is not None
-        text = self.content[slot]
-        if text is not None:
-            fp = content_fingerprint(int(self.layer[slot]), text)
-            if self.dedup.get(fp) == key:
-                del self.dedup[fp]
-
-    def dedup_index(self) -> dict[tuple[int, int], int]:
-        """The dedup index, built from the live records on first use (newest key wins)."""
-        if self.dedup is None:
-            index: dict[tuple[int, int], int] = {}
-            for key, slot in sorted(self.slot_of.items()):
-                text = self.content[slot]
-                assert text is not None
-                index[content_fingerprint(int(self.layer[slot]), text)] = key
-            self.dedup = index
-        return self.dedup
 
     def update(
         self,
@@ -638,50 +549,6 @@ class AgentMemory:
             self._index_claim(key, self.extras[key], status)
         return slot
 
-    def mark_embedded(self, slot: int, embedded: bool) -> None:
-        """Set the embedded flag of ``slot`` (it is part of the record's digest)."""
-        if bool(self.embedded[slot]) != embedded:
-            self._unhash(slot)
-            self.embedded[slot] = embedded
-
-    def mark_embedded_many(self, slots: NDArray[np.intp]) -> None:
-        """Mark ``slots`` embedded (their digests are recomputed: the flag is part of them)."""
-        for slot in slots[self.hashed[slots] | self.embedded[slots]].tolist():
-            self._unhash(slot)
-        fresh = slots[~self.embedded[slots]]
-        self.rev[fresh] = np.arange(self.next_rev, self.next_rev + fresh.shape[0],
-                                    dtype=np.int64)
-        self.next_rev += int(fresh.shape[0])
-        self.embedded[slots] = True
-        self.dirty = True
-
-    def attach_vectors(self, slots: NDArray[np.intp], vectors: NDArray[np.float32]) -> None:
-        """Store the unit vectors of the live ``slots`` and mark them embedded.
-
-        They are added to the agent's index when it is complete (a build in progress picks
-        them up in key order). Runtime complexity: O(k) numpy.
-        """
-        column = self.ensure_vectors(int(vectors.shape[1]))
-        column[slots] = vectors
-        self.mark_embedded_many(slots)
-        if self.index is not None:
-            self.index.add(self.key[slots], vectors)
-
-    def start_index_build(self, index: VectorIndex) -> None:
-        """Begin building ``index`` (empty) in key order; it serves no query until done."""
-        self.index_build = index
-        self.index_cursor = 0
-
-    def add_to_index_build(self, keys: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
-        """Insert the next ``keys`` (ascending, above the cursor) into the index being built."""
-        assert self.index_build is not None
-        self.index_build.add(keys, vectors)
-        self.index_cursor = int(keys[-1]) + 1
-
-    def finish_index_build(self) -> None:
-        """Make the completed build the agent's index."""
-        self.index, self.index_build, self.index_cursor = self.index_build, None, 0
-
     def set_bounds(self, min_deadline: int | None = None,
                    min_episodic_anchor: int | None = None) -> None:
         """Refresh the maintained lower bounds (a tick's expiry or summary selection)."""
@@ -689,12 +556,6 @@ class AgentMemory:
             self.min_deadline = min_deadline
         if min_episodic_anchor is not None:
             self.min_episodic_anchor = min_episodic_anchor
-
-    def clear_embedded(self) -> None:
-        """Mark every vector stale (a new embedder); every live digest is recomputed."""
-        for slot in np.flatnonzero(self.embedded[: self.hi]).tolist():
-            self._unhash(slot)
-        self.embedded[:] = False
 
     # ------------------------------------------------------------------ checks
     def _check(self) -> None:
