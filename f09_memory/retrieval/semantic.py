@@ -134,6 +134,11 @@ class SemanticMemory:
 
     # ------------------------------------------------------------------ provider
     @property
+    def query_dim(self) -> int | None:
+        """The dimension query vectors must have (``None``: no provider, not checked)."""
+        return self.dim if self.provider is not None else None
+
+    @property
     def available(self) -> bool:
         """Whether a usable provider is configured."""
         return self.provider is not None and is_available(self.provider)
@@ -400,50 +405,6 @@ class SemanticMemory:
         return total
 
     # ------------------------------------------------------------------ retrieval
-    def check_query_vectors(self, requests: Sequence[RetrievalRequest],
-                            vectors: object = None) -> NDArray[np.float32] | None:
-        """Check the query vectors of a retrieval before anything is served.
-
-        A request's ``query_vector`` must have the provider's dimension; the explicit
-        ``vectors`` (``query_vectors=`` of ``retrieve``) must be a non-empty, finite, real
-        ``(n, dim)`` or ``(dim,)`` array.
-
-        Returns:
-            ``vectors`` as a float32 ``(n, dim)`` array (``None`` if not given).
-
-        Raises:
-            InputInvalidError: A wrong dimension (the message names the request's index), or
-                malformed ``vectors``.
-        """
-        dim = self.dim if self.provider is not None else None
-        if dim is not None:
-            for i, r in enumerate(requests):
-                if r.query_vector is not None and len(r.query_vector) != dim:
-                    raise InputInvalidError(
-                        f"request {i}: query_vector has {len(r.query_vector)} values; the "
-                        f"engine's embedder makes {dim}-dimensional vectors: embed the query "
-                        "with the same model, or pass the query text instead",
-                        details={"index": i, "field": "query_vector", "dim": dim})
-        if vectors is None:
-            return None
-        expected = f"({dim},) or (n, {dim})" if dim is not None else "(dim,) or (n, dim)"
-        bad = InputInvalidError(
-            f"query_vectors must be a non-empty, finite, real array of shape {expected}",
-            details={"field": "query_vectors"})
-        if isinstance(vectors, str | bytes):
-            raise bad
-        try:
-            raw = np.asarray(vectors)
-        except (TypeError, ValueError, OverflowError):  # ragged, or not array-like
-            raise bad from None
-        if raw.dtype.kind not in "fiu" or raw.ndim not in (1, 2) or raw.size == 0:
-            raise bad
-        with np.errstate(over="ignore", invalid="ignore"):
-            arr = raw.astype(np.float32).reshape(-1, raw.shape[-1])
-        if (dim is not None and arr.shape[1] != dim) or not np.isfinite(arr).all():
-            raise bad
-        return arr
-
     def _query_key(self, text: str) -> str:
         """The query table's key of ``text`` (async mode): its redacted form."""
         return text if self.redact is None else self.redact(text)

@@ -10,7 +10,7 @@ per distinct text, or handed to the async worker), then the ``Retriever`` scores
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,9 +25,53 @@ from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.store.agent import AgentMemory
 
-__all__ = ["RetrievalService"]
+__all__ = ["RetrievalService", "check_query_vectors"]
 
 logger = logging.getLogger("f09_memory")
+
+
+def check_query_vectors(requests: Sequence[RetrievalRequest], dim: int | None,
+                        vectors: object = None) -> NDArray[np.float32] | None:
+    """Check the query vectors of a retrieval before anything is served.
+
+    A request's ``query_vector`` must have the provider's dimension ``dim`` (``None``: no
+    provider, any dimension); the explicit ``vectors`` (``query_vectors=`` of ``retrieve``)
+    must be a non-empty, finite, real ``(n, dim)`` or ``(dim,)`` array.
+
+    Returns:
+        ``vectors`` as a float32 ``(n, dim)`` array (``None`` if not given).
+
+    Raises:
+        InputInvalidError: A wrong dimension (the message names the request's index), or
+            malformed ``vectors``.
+    """
+    if dim is not None:
+        for i, r in enumerate(requests):
+            if r.query_vector is not None and len(r.query_vector) != dim:
+                raise InputInvalidError(
+                    f"request {i}: query_vector has {len(r.query_vector)} values; the "
+                    f"engine's embedder makes {dim}-dimensional vectors: embed the query "
+                    "with the same model, or pass the query text instead",
+                    details={"index": i, "field": "query_vector", "dim": dim})
+    if vectors is None:
+        return None
+    expected = f"({dim},) or (n, {dim})" if dim is not None else "(dim,) or (n, dim)"
+    bad = InputInvalidError(
+        f"query_vectors must be a non-empty, finite, real array of shape {expected}",
+        details={"field": "query_vectors"})
+    if isinstance(vectors, str | bytes):
+        raise bad
+    try:
+        raw = np.asarray(vectors)
+    except (TypeError, ValueError, OverflowError):  # ragged, or not array-like
+        raise bad from None
+    if raw.dtype.kind not in "fiu" or raw.ndim not in (1, 2) or raw.size == 0:
+        raise bad
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = raw.astype(np.float32).reshape(-1, raw.shape[-1])
+    if (dim is not None and arr.shape[1] != dim) or not np.isfinite(arr).all():
+        raise bad
+    return arr
 
 
 class RetrievalService:
@@ -65,7 +109,7 @@ class RetrievalService:
         """
         req = self._prepare(request)
         semantic = self._semantic
-        vectors = semantic.check_query_vectors([req], query_vectors)
+        vectors = check_query_vectors([req], semantic.query_dim, query_vectors)
         if semantic.pending is not None:  # async: a new text goes to the worker
             semantic.prepare_queries([req.query], now)
         pressure = req.pressure_state or self._state.pressure
@@ -100,6 +144,6 @@ class RetrievalService:
             pressure = r.pressure_state or self._state.pressure
             self._retriever.budget_for(r, pressure)
             jobs.append((store.get(r.agent_id), r, pressure))
-        self._semantic.check_query_vectors(reqs)
+        check_query_vectors(reqs, self._semantic.query_dim)
         self._semantic.prepare_queries([r.query for r in reqs], now)  # one batched call
         return self._retriever.retrieve_many(jobs, now, self._semantic.term, self._proximity)
