@@ -22,8 +22,9 @@ subclasses :class:`KeyedTable`, and the engine treats every table alike
 - **Snapshots.** :meth:`KeyedTable.get_state` gives the live rows sorted by key (the same
   bytes for the same rows) as a JSON manifest plus one array per column.
 
-Runtime complexity: ``rows`` O(k) dict lookups; ``touch`` O(k); ``digest`` O(rows touched)
-sha256; ``get_state`` O(n log n).
+Runtime complexity: ``rows`` O(k) dict lookups; ``touch`` O(k); ``digest`` O(n) numpy plus
+one sha256 per row touched (the touched rows are the live ones without a digest, so nothing
+accumulates between digests); ``get_state`` O(n log n).
 """
 
 from __future__ import annotations
@@ -80,11 +81,13 @@ class KeyedTable:
         for name in self.INTS:
             self._cols[name] = np.zeros(0, dtype=np.int64)
         self._hashed = np.zeros(0, dtype=np.bool_)
+        self._alive = np.zeros(0, dtype=np.bool_)
         self._dhi = np.zeros(0, dtype=np.uint64)
         self._dlo = np.zeros(0, dtype=np.uint64)
         self._sum = 0
         self._used = False
-        self._dirty: list[int] = []
+        self._stale = False
+        """Whether a live row lost its digest since the last :meth:`digest`."""
         self._changed: set[tuple[str, ...]] = set()
         self._deleted: set[tuple[str, ...]] = set()
 
@@ -136,7 +139,8 @@ class KeyedTable:
         for col in self._cols.values():
             col[slot] = 0
         self._hashed[slot] = False
-        self._used = True
+        self._alive[slot] = True
+        self._stale = self._used = True
         return slot
 
     def _grow(self, capacity: int) -> None:
@@ -147,6 +151,7 @@ class KeyedTable:
 
         self._cols = {name: grown(col) for name, col in self._cols.items()}
         self._hashed = grown(self._hashed)
+        self._alive = grown(self._alive)
         self._dhi = grown(self._dhi)
         self._dlo = grown(self._dlo)
 
@@ -162,11 +167,10 @@ class KeyedTable:
                       zip(self._dhi[hashed].tolist(), self._dlo[hashed].tolist(), strict=True))
             self._sum = (self._sum - old) & _MASK128
             self._hashed[hashed] = False
-        listed = arr.tolist()
-        self._dirty.extend(listed)
+        self._stale = True
         if self.tracking:
             keys = self._keys
-            for slot in listed:
+            for slot in arr.tolist():
                 key = keys[slot]
                 assert key is not None
                 self._changed.add(key)
@@ -184,6 +188,7 @@ class KeyedTable:
                 self._sum = (self._sum - digest) & _MASK128
                 self._hashed[slot] = False
             self._keys[slot] = None
+            self._alive[slot] = False
             self._free.append(slot)
             gone += 1
             if self.tracking:
@@ -210,18 +215,17 @@ class KeyedTable:
         """
         if not self._used:
             return None
-        if self._dirty:
+        if self._stale:
+            n = len(self._keys)
             total = self._sum
-            for slot in sorted(set(self._dirty)):
-                if self._keys[slot] is None or self._hashed[slot]:
-                    continue
+            for slot in np.flatnonzero(self._alive[:n] & ~self._hashed[:n]).tolist():
                 d = self._row_digest(slot, quantum)
                 self._dhi[slot] = d >> 64
                 self._dlo[slot] = d & ((1 << 64) - 1)
                 self._hashed[slot] = True
                 total += d
             self._sum = total & _MASK128
-            self._dirty = []
+            self._stale = False
         return f"{len(self._slot_of)}:{self._sum:032x}"
 
     # ------------------------------------------------------------------ snapshots
@@ -323,6 +327,7 @@ class KeyedTable:
         """Assert slots, keys, free list and digests agree."""
         live = [s for s, k in enumerate(self._keys) if k is not None]
         assert len(live) == len(self._slot_of)
+        assert np.flatnonzero(self._alive[: len(self._keys)]).tolist() == live
         assert all(self._slot_of[k] == s for s, k in enumerate(self._keys) if k is not None)
         assert sorted(self._free) == [s for s, k in enumerate(self._keys) if k is None]
         hashed = [s for s in live if self._hashed[s]]
