@@ -88,8 +88,8 @@ class Perception:
             return plan.items
 
         frame = route_events(parse_events(events), self.settings, self.placements, physics)
-        if frame.interactions:  # checked before anything is stored
-            self.social.check(frame.interactions, now)
+        # the ledger's part is checked before anything is stored
+        ledger = self.social.parse(frame.interactions, now) if frame.interactions else None
         try:
             records = self.writer.ingest_batch(frame.items, now)
         except MemoryEngineError as exc:
@@ -100,8 +100,8 @@ class Perception:
                                 details={**exc.details, "index": event}) from exc
             raise
         spatial.contacts.record(contacts, now)
-        if frame.interactions:
-            self.social.apply(frame.interactions, now)
+        if ledger is not None:
+            self.social.apply_parsed(ledger)
         movers, xyz = frame.moves
         if movers:
             self.placements.place(movers, xyz, now)

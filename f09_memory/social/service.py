@@ -100,15 +100,18 @@ class SocialService:
         return agent, other
 
     # ------------------------------------------------------------------ writing
-    def check(self, items: object, now: int) -> None:
-        """Raise what :meth:`apply` would raise for malformed ``items``; change nothing.
+    def parse(self, items: object, now: int) -> ParsedBatch:
+        """Validate a batch of interactions (all of it, changing nothing) as columns.
 
         Raises:
-            InputInvalidError: A malformed item or a private id.
+            InputInvalidError: A malformed item (its index in the message) or a private id.
         """
         parsed = parse_interactions(items, self.settings, self._limit, now)
         self._refuse_private(parsed.agents, "agent_id")
         self._refuse_private(parsed.others, "other_agent_id")
+        if parsed.hearsay:
+            self._refuse_private([c for chain in parsed.chains for c in chain], "chain")
+        return parsed
 
     def apply(self, items: object, now: int) -> list[SocialChanged]:
         """Validate and apply a batch of interactions; return the notable changes in order.
@@ -117,11 +120,15 @@ class SocialService:
             InputInvalidError: A malformed item (its index in the message) or a private id.
             CapacityExceededError: The notable records would pass ``max_records_per_agent``.
         """
-        parsed = parse_interactions(items, self.settings, self._limit, now)
-        self._refuse_private(parsed.agents, "agent_id")
-        self._refuse_private(parsed.others, "other_agent_id")
-        if parsed.hearsay:
-            self._refuse_private([c for chain in parsed.chains for c in chain], "chain")
+        return self.apply_parsed(self.parse(items, now))
+
+    def apply_parsed(self, parsed: ParsedBatch) -> list[SocialChanged]:
+        """Apply a batch :meth:`parse` accepted; see :meth:`apply`.
+
+        Raises:
+            CapacityExceededError: The notable records would pass ``max_records_per_agent``
+                (the ledger is rolled back).
+        """
         n = len(parsed.agents)
         if n == 0:
             return []
