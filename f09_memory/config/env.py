@@ -28,15 +28,28 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "MEMORY_RETENTION_SOCIAL_MAX": ("retention_policy", "social_max"),
     "MEMORY_RETENTION_PROCEDURAL_MAX": ("retention_policy", "procedural_max"),
     "MEMORY_DEDUP_WINDOW_MS": ("dedup_window_ms",),
+    # the game-world layers (not in spec section 21: their main knobs)
+    "MEMORY_PERCEPTION_RADIUS": ("perception", "radius"),
+    "MEMORY_PERCEPTION_MAX_PERCEIVERS": ("perception", "max_perceivers"),
+    "MEMORY_SPATIAL_CELL_SIZE": ("spatial", "cell_size"),
+    "MEMORY_SPATIAL_PROXIMITY_SCALE": ("spatial", "proximity_scale"),
+    "MEMORY_SOCIAL_RECORDS": ("social", "records"),
+    "MEMORY_SOCIAL_TRUST_ALPHA": ("social", "trust_alpha"),
+    "MEMORY_PROCEDURAL_ENABLED": ("procedural", "enabled"),
+    "MEMORY_PROCEDURAL_MIN_SUPPORT": ("procedural", "min_support"),
+    "MEMORY_PROCEDURAL_WINDOW_MS": ("procedural", "window_ms"),
 }
 """Each variable and the config field path it sets."""
 
 _INT_FIELDS = {
     "episodic_max", "episodic_window", "summarization_min_interval_ms",
     "summarization_batch_size", "decay_half_life_ms", "embedding_dim", "max_context_tokens",
-    "semantic_max", "social_max", "procedural_max", "dedup_window_ms",
+    "semantic_max", "social_max", "procedural_max", "dedup_window_ms", "max_perceivers",
+    "min_support", "window_ms",
 }
-_FLOAT_FIELDS = {"importance_boost", "throttle_compression_ratio"}
+_FLOAT_FIELDS = {"importance_boost", "throttle_compression_ratio", "radius", "cell_size",
+                 "proximity_scale", "trust_alpha"}
+_BOOL_FIELDS = {"redaction_mode", "records", "enabled"}
 
 
 class MemoryEnv(BaseSettings):
@@ -61,6 +74,15 @@ class MemoryEnv(BaseSettings):
     RETENTION_SEMANTIC_MAX: str | None = None
     RETENTION_SOCIAL_MAX: str | None = None
     RETENTION_PROCEDURAL_MAX: str | None = None
+    PERCEPTION_RADIUS: str | None = None
+    PERCEPTION_MAX_PERCEIVERS: str | None = None
+    SPATIAL_CELL_SIZE: str | None = None
+    SPATIAL_PROXIMITY_SCALE: str | None = None
+    SOCIAL_RECORDS: str | None = None
+    SOCIAL_TRUST_ALPHA: str | None = None
+    PROCEDURAL_ENABLED: str | None = None
+    PROCEDURAL_MIN_SUPPORT: str | None = None
+    PROCEDURAL_WINDOW_MS: str | None = None
 
 
 def _convert(var: str, field: str, raw: str) -> Any:
@@ -73,20 +95,20 @@ def _convert(var: str, field: str, raw: str) -> Any:
     except ValueError:
         kind = "an integer" if field in _INT_FIELDS else "a number"
         raise ConfigInvalidError(
-            f"{var}={raw!r} is not {kind}; set it to {kind} or unset it",
-            details={"variable": var, "field": field, "value": raw},
+            f"{var} is not {kind}; set it to {kind} or unset it",
+            details={"variable": var, "field": field},
         ) from None
     if field == "redact_patterns":
         return tuple(p.strip() for p in text.split(",") if p.strip())
-    if field == "redaction_mode":
+    if field in _BOOL_FIELDS:
         flag = text.upper()
         if flag in {"ON", "TRUE", "1", "YES"}:
             return True
         if flag in {"OFF", "FALSE", "0", "NO"}:
             return False
         raise ConfigInvalidError(
-            f"{var}={raw!r} must be ON or OFF",
-            details={"variable": var, "field": field, "value": raw, "accepted": ["ON", "OFF"]},
+            f"{var} must be ON or OFF (or true/false, 1/0, yes/no)",
+            details={"variable": var, "field": field, "accepted": ["ON", "OFF"]},
         )
     return text
 

@@ -92,7 +92,7 @@ def test_from_env_reads_every_section_21_variable() -> None:
         "MEMORY_DEDUP_WINDOW_MS": "60000", "MEMORY_REDACTION_KEY": " env-key-0123456789abc ",
         "UNRELATED": "x",
     }
-    assert set(ENV_FIELDS) == {k for k in env if k.startswith("MEMORY_")}
+    assert {k for k in env if k.startswith("MEMORY_")} <= set(ENV_FIELDS)
     c = MemoryConfig.from_env(env)
     assert 60_000 == c.dedup_window_ms
     assert (50, 1000, 5, 10, 7, 3.5, 0.4, 64, 900) == (
@@ -107,6 +107,34 @@ def test_from_env_reads_every_section_21_variable() -> None:
                          c.retention_policy.procedural_max)
 
 
+def test_from_env_reads_the_layer_variables() -> None:
+    env = {
+        "MEMORY_PERCEPTION_RADIUS": "4.5", "MEMORY_PERCEPTION_MAX_PERCEIVERS": "8",
+        "MEMORY_SPATIAL_CELL_SIZE": "2", "MEMORY_SPATIAL_PROXIMITY_SCALE": "30",
+        "MEMORY_SOCIAL_RECORDS": "off", "MEMORY_SOCIAL_TRUST_ALPHA": "0.25",
+        "MEMORY_PROCEDURAL_ENABLED": "no", "MEMORY_PROCEDURAL_MIN_SUPPORT": "5",
+        "MEMORY_PROCEDURAL_WINDOW_MS": "1000",
+    }
+    section_21 = {"MEMORY_EPISODIC_MAX", "MEMORY_EPISODIC_WINDOW_MS",
+                  "MEMORY_SUMMARIZATION_MIN_INTERVAL_MS", "MEMORY_SUMMARIZATION_BATCH",
+                  "MEMORY_DECAY_HALFLIFE_MS", "MEMORY_IMPORTANCE_BOOST",
+                  "MEMORY_THROTTLE_COMPRESSION_RATIO", "MEMORY_EMBEDDING_DIM",
+                  "MEMORY_MAX_CONTEXT_TOKENS", "MEMORY_REDACT_PATTERNS", "MEMORY_REDACTION_MODE",
+                  "MEMORY_REDACTION_KEY", "MEMORY_RETENTION_SEMANTIC_MAX",
+                  "MEMORY_RETENTION_SOCIAL_MAX", "MEMORY_RETENTION_PROCEDURAL_MAX",
+                  "MEMORY_DEDUP_WINDOW_MS"}
+    assert set(ENV_FIELDS) == section_21 | set(env)
+    c = MemoryConfig.from_env(env)
+    assert (4.5, 8) == (c.perception.radius, c.perception.max_perceivers)
+    assert (2.0, 30.0) == (c.spatial.cell_size, c.spatial.proximity_scale)
+    assert (False, 0.25) == (c.social.records, c.social.trust_alpha)
+    assert (False, 5, 1000) == (c.procedural.enabled, c.procedural.min_support,
+                                c.procedural.window_ms)
+    default = MemoryConfig()
+    assert default.procedural.max_n == c.procedural.max_n  # the rest of a section is default
+    assert default.perception.rules == c.perception.rules
+
+
 def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_EPISODIC_MAX", "77")
     assert 77 == MemoryConfig.from_env().episodic_max
@@ -115,12 +143,14 @@ def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize(("var", "value"), [
     ("MEMORY_EPISODIC_MAX", "many"), ("MEMORY_EPISODIC_MAX", "-1"),
     ("MEMORY_IMPORTANCE_BOOST", "x"), ("MEMORY_REDACTION_MODE", "maybe"),
-    ("MEMORY_THROTTLE_COMPRESSION_RATIO", "2"),
+    ("MEMORY_THROTTLE_COMPRESSION_RATIO", "2"), ("MEMORY_PROCEDURAL_ENABLED", "sometimes"),
+    ("MEMORY_SPATIAL_CELL_SIZE", "0"), ("MEMORY_PERCEPTION_MAX_PERCEIVERS", "1.5"),
 ])
 def test_bad_env_values_raise_config_invalid(var: str, value: str) -> None:
     with pytest.raises(MemoryEngineError) as info:
         MemoryConfig.from_env({var: value})
     assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+    assert repr(value) not in str(info.value)  # names the variable and the rule, not the value
 
 
 def test_bad_env_pattern_raises_redaction_code() -> None:
