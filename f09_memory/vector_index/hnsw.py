@@ -23,6 +23,10 @@ on the same hnswlib build and CPU (its SIMD distance kernels depend on the instr
 :class:`~f09_memory.vector_index.exact.ExactIndex` has no approximation and is reproducible
 everywhere up to the last float32 bit of a dot product.
 
+A saved and restored index (:meth:`HnswIndex.get_state` / :meth:`HnswIndex.set_state`)
+resumes hnswlib's level generator where it stood, so elements added after a save/load get
+the levels, and the graph the neighbours, of a run that was never saved.
+
 Keys are hnswlib labels, which are unsigned: keys must be >= 0.
 """
 
@@ -43,6 +47,25 @@ from f09_memory.vector_index.ordering import DEFAULT_QUANTUM, check_quantum, ran
 __all__ = ["HnswIndex"]
 
 _TOO_FEW = "contiguous 2D array"  # hnswlib's message when it found fewer than k neighbours
+_MINSTD_M = 2**31 - 1
+_MINSTD_A = 16807
+_ENGINE_CALLS_PER_LEVEL = 2
+
+
+def _resumed_seed(seed: int, drawn: int) -> int:
+    """The seed that starts hnswlib's level generator where it stood after ``drawn`` draws.
+
+    hnswlib draws one level per element it allocates, from a ``std::default_random_engine``
+    (``minstd_rand0``: ``x' = 16807 x mod (2**31 - 1)``, seeded with ``seed``) through
+    ``uniform_real_distribution<double>``, which calls the engine twice per draw. A restored
+    index is seeded anew, so without this a save/load in the middle of a run would give the
+    elements added afterwards other levels (another graph, other neighbours) than a run
+    without it. Seeding the restored index with the engine's state after ``2 * drawn`` calls
+    continues the sequence exactly. (hnswlib's second generator, for updates in place, never
+    changes a result: its draws are compared with a probability of 1.)
+    """
+    start = seed % _MINSTD_M or 1
+    return pow(_MINSTD_A, _ENGINE_CALLS_PER_LEVEL * drawn, _MINSTD_M) * start % _MINSTD_M
 
 
 def _check_int(name: str, value: object, low: int) -> int:
@@ -338,6 +361,7 @@ class HnswIndex:
 
         """
         (graph,) = self._index.__getstate__()
+        graph["seed"] = self._seed  # a restored index runs on a resumed seed (set_state)
         return {
             "kind": "hnsw",
             "dim": self._dim,
@@ -410,7 +434,8 @@ class HnswIndex:
                                 seed=settings["seed"], live=live, deleted=deleted)
         index = hnswlib.Index.__new__(hnswlib.Index)
         try:
-            index.__setstate__((checked,))
+            index.__setstate__(({**checked, "seed": _resumed_seed(
+                settings["seed"], checked["cur_element_count"])},))
         except (RuntimeError, TypeError, ValueError, MemoryError) as exc:
             raise InputInvalidError(
                 f"hnswlib could not restore the graph ({type(exc).__name__})", details={}

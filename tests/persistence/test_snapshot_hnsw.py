@@ -111,3 +111,24 @@ def test_tampered_hnsw_graphs_in_engine_snapshots_never_crash(tmp_path: Path) ->
 
 if __name__ == "__main__":
     run_cases(Path(sys.argv[1]), int(sys.argv[2]))
+
+
+def test_a_loaded_engine_goes_on_exactly_like_one_never_saved(tmp_path: Path) -> None:
+    """An agent past exact_index_max: after save/load, new records join the same graph."""
+    straight = build(tmp_path / "straight.f09")
+    loaded = MemoryEngine.load(tmp_path / "straight.f09")
+    for engine in (straight, loaded):
+        engine.ingest_many("a", [f"rope barrel harbour {i % 11} day {i}" for i in range(200)],
+                           now=5)
+        engine.tick(6)
+    assert straight.state_hash() == loaded.state_hash()
+    for query in ("boat on the river", "harbour rope", "sword day 3"):
+        req = request().model_copy(update={"query": query})
+        assert bundle_hash(straight.retrieve(req, now=7)) == bundle_hash(
+            loaded.retrieve(req, now=7))
+    straight.save(tmp_path / "a.f09")
+    loaded.save(tmp_path / "b.f09")
+    graphs = [snapshot.loads((tmp_path / name).read_bytes()).manifest["agents"][0]["index"]
+              ["graph"] for name in ("a.f09", "b.f09")]
+    assert graphs[0]["link_lists"].tobytes() == graphs[1]["link_lists"].tobytes()
+    assert graphs[0]["element_levels"].tobytes() == graphs[1]["element_levels"].tobytes()

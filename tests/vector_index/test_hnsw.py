@@ -299,3 +299,30 @@ def test_other_hnswlib_errors_become_input_invalid_with_cause():
     with pytest.raises(InputInvalidError) as info:
         index.search(rng.standard_normal(16).astype(np.float32), 3)
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_a_restored_index_grows_the_same_graph_as_one_never_saved():
+    """The level generator resumes where it stood: save/load mid-run changes nothing."""
+    rng = np.random.default_rng(9)
+    vectors = rng.standard_normal((1_500, 16)).astype(np.float32)
+    keys = np.arange(1_500, dtype=np.int64)
+    for seed in (0, 7, 2**40 + 5):
+        straight = HnswIndex(16, seed=seed)
+        resumed = HnswIndex(16, seed=seed)
+        for index in (straight, resumed):
+            index.add(keys[:600], vectors[:600])
+            index.remove(keys[:50])
+        for step in ((600, 1_000), (1_000, 1_500)):  # two save/load round trips
+            restored = HnswIndex(16, seed=seed)
+            restored.set_state(resumed.get_state())
+            resumed = restored
+            for index in (straight, resumed):
+                index.add(keys[step[0]:step[1]], vectors[step[0]:step[1]])
+                index.add(keys[:10], vectors[step[0]:step[0] + 10])  # removed keys come back
+        a, b = straight.get_state()["graph"], resumed.get_state()["graph"]
+        for name in ("element_levels", "link_lists", "data_level0"):
+            assert a[name].tobytes() == b[name].tobytes(), name
+        assert (a["enterpoint_node"], a["max_level"], a["seed"]) == (
+            b["enterpoint_node"], b["max_level"], b["seed"])
+        for query in rng.standard_normal((20, 16)).astype(np.float32):
+            assert straight.search(query, 10)[0].tolist() == resumed.search(query, 10)[0].tolist()
