@@ -29,6 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from f09_memory.config.config import MemoryConfig
+from f09_memory.determinism import checker, golden
 from f09_memory.determinism.scenario import VillageResult, run_village
 from f09_memory.embedding.calibrate import calibrate_embedder, sample_texts
 from f09_memory.embedding.hashing import HashingEmbedder
@@ -99,7 +100,52 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--batch-size", type=_positive, default=64, help="texts per call (64)")
     cal.add_argument("--work-units-per-ms", type=_positive, default=200_000,
                      help="the engine's work_units_per_ms (200000)")
+    det = sub.add_parser(
+        "determinism",
+        help="check a scenario across processes and a save/load, or the golden hashes")
+    det.add_argument("--scenario", default=None, metavar="MODULE:FACTORY",
+                     help="scenario factory make(seed) -> step(engine, tick) (the village)")
+    det.add_argument("--engine", default=None, metavar="MODULE:FACTORY",
+                     help="engine factory engine(seed) -> MemoryEngine (default config)")
+    det.add_argument("--ticks", type=_positive, default=200, help="ticks to play (200)")
+    det.add_argument("--seeds", default="42", metavar="N[,N...]",
+                     help="engine and scenario seeds, comma-separated (42)")
+    det.add_argument("--processes", type=_positive, default=3,
+                     help="processes per seed, each with its own PYTHONHASHSEED (3)")
+    det.add_argument("--no-save-load", action="store_true",
+                     help="do not save and load the engine mid-run in the last process")
+    golden = det.add_mutually_exclusive_group()
+    golden.add_argument("--golden", action="store_true",
+                        help="instead: recompute the built-in scenarios' golden hashes and "
+                             "compare them with the committed ones")
+    golden.add_argument("--update-golden", action="store_true",
+                        help="instead: recompute and rewrite the golden hashes")
     return parser
+
+
+def _determinism(args: argparse.Namespace) -> int:
+    if args.update_golden:
+        for name, hashes in golden.write_golden().items():
+            print(f"{name}: stateHash={hashes['stateHash']} "
+                  f"retrievalHash={hashes['retrievalHash']}")
+        print(f"written: {golden.GOLDEN_PATH}")
+        return 0
+    if args.golden:
+        mismatches = golden.golden_mismatches()
+        for line in mismatches:
+            print(line)
+        print("golden hashes: " + ("differ" if mismatches else "match"))
+        return 1 if mismatches else 0
+    try:
+        seeds = [int(part) for part in args.seeds.split(",") if part.strip()]
+    except ValueError:
+        print("f09-memory: --seeds must be integers separated by commas", file=sys.stderr)
+        return 2
+    report = checker.check_determinism(
+        args.scenario or checker.BUILTIN_SCENARIO, ticks=args.ticks, seeds=seeds,
+        processes=args.processes, engine=args.engine, save_load=not args.no_save_load)
+    print(report.describe())
+    return 0 if report.ok else 1
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -227,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command == "calibrate-embedder":
             return _calibrate(args)
+        if args.command == "determinism":
+            return _determinism(args)
     except MemoryEngineError as exc:
         print(f"f09-memory: {exc}", file=sys.stderr)
         return 2

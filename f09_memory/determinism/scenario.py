@@ -20,11 +20,12 @@ from f09_memory.determinism.hashing import BundleHasher
 from f09_memory.engine import MemoryEngine
 from f09_memory.protocols import LLMClient
 from f09_memory.schema.enums import PressureState, Purpose, Strategy
-from f09_memory.schema.retrieval import RetrievalRequest
+from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.testing.doubles import ScriptedLLM
 
 __all__ = [
     "LIFECYCLE_CONFIG",
+    "Village",
     "VillageResult",
     "agent_names",
     "run_village",
@@ -163,6 +164,68 @@ def _pressure_at(tick: int) -> PressureState:
     return PressureState.NORMAL
 
 
+class Village:
+    """The village as a step function: ``village(engine, tick)`` plays one tick.
+
+    Per tick, as a host should: one ``ingest_batch`` with every agent's observations, one
+    ``retrieve_many`` with every agent's request, then ``engine.tick`` (and, with ``llm``,
+    ``engine.summarize_pending``). Returns the tick's bundles. The scenario's own random
+    state lives here, not in the engine, so a host may save and load the engine between
+    two ticks and go on with the same village (what the determinism checker does).
+
+    Args:
+        agents: Number of agents.
+        seed: Scenario seed (independent of the engine's).
+        tick_ms: Logical milliseconds per tick.
+        budget_ms: The maintenance budget passed to ``engine.tick``.
+        llm: When given, queued summarization tasks are run through it after every tick.
+    """
+
+    def __init__(self, agents: int, seed: int, *, tick_ms: int = 1_000,
+                 budget_ms: float | None = 2.0, llm: LLMClient | None = None) -> None:
+        self.agents = agents
+        self.seed = seed
+        self.tick_ms = tick_ms
+        self.budget_ms = budget_ms
+        self.llm = llm
+        self.rng = np.random.default_rng(seed)
+        self.names = agent_names(agents)
+        self.ingested = 0
+        self.retrieve_ms = 0.0
+        """Wall time of the last tick's ``retrieve_many`` (never part of a hash)."""
+
+    def __call__(self, engine: MemoryEngine, tick: int) -> list[RetrievedBundle]:
+        """Play tick ``tick`` (0-based; logical time ``(tick + 1) * tick_ms``)."""
+        rng, names = self.rng, self.names
+        now = (tick + 1) * self.tick_ms
+        engine.set_pressure(_pressure_at(tick))
+        frame: list[dict[str, Any]] = []
+        for i, name in enumerate(names):
+            frame.extend({"agent_id": name, **item} for item in village_items(rng, names, i))
+        if frame:  # one call for the whole crowd's observations
+            self.ingested += len(engine.ingest_batch(frame, now=now))
+        requests = [
+            RetrievalRequest(
+                agent_id=name,
+                purpose=_PURPOSES[(tick + i) % len(_PURPOSES)],
+                max_tokens=int(rng.integers(100, 800)),
+                strategy=_STRATEGIES[int(rng.integers(0, len(_STRATEGIES)))],
+            )
+            for i, name in enumerate(names)
+        ]
+        t0 = time.perf_counter()
+        bundles = engine.retrieve_many(requests, now=now)  # one call for the frame
+        self.retrieve_ms = (time.perf_counter() - t0) * 1000.0
+        engine.tick(now, budget_ms=self.budget_ms)
+        if self.llm is not None:
+            engine.summarize_pending(self.llm, now=now)
+        return bundles
+
+
+_PURPOSES = list(Purpose)
+_STRATEGIES = [Strategy.BALANCED, Strategy.BALANCED, Strategy.RECENCY, Strategy.IMPORTANCE]
+
+
 def run_village(
     engine: MemoryEngine,
     *,
@@ -174,10 +237,7 @@ def run_village(
     on_tick: Callable[[int], None] | None = None,
     llm: LLMClient | None = None,
 ) -> VillageResult:
-    """Run the village on ``engine``.
-
-    Per tick, as a host should: one ``ingest_batch`` with every agent's observations, one
-    ``retrieve_many`` with every agent's request, then ``engine.tick``.
+    """Run the village (:class:`Village`) on ``engine`` for ``ticks`` ticks.
 
     Args:
         engine: A fresh engine (its config and seed are the caller's).
@@ -193,10 +253,7 @@ def run_village(
     Returns:
         The hashes, counts and measured latencies.
     """
-    rng = np.random.default_rng(seed)
-    names = agent_names(agents)
-    purposes = list(Purpose)
-    strategies = [Strategy.BALANCED, Strategy.BALANCED, Strategy.RECENCY, Strategy.IMPORTANCE]
+    village = Village(agents, seed, tick_ms=tick_ms, budget_ms=budget_ms, llm=llm)
     chain = hashlib.sha256()
     bundle_hash = BundleHasher()  # unchanged records are not hashed again
     counts: dict[str, int] = {}
@@ -208,36 +265,16 @@ def run_village(
     result = VillageResult(agents, ticks, seed, "", "")
     try:
         for tick in range(ticks):
-            now = (tick + 1) * tick_ms
-            engine.set_pressure(_pressure_at(tick))
-            frame: list[dict[str, Any]] = []
-            for i, name in enumerate(names):
-                frame.extend({"agent_id": name, **item}
-                             for item in village_items(rng, names, i))
-            if frame:  # one call for the whole crowd's observations
-                result.ingested += len(engine.ingest_batch(frame, now=now))
-            requests = [
-                RetrievalRequest(
-                    agent_id=name,
-                    purpose=purposes[(tick + i) % len(purposes)],
-                    max_tokens=int(rng.integers(100, 800)),
-                    strategy=strategies[int(rng.integers(0, len(strategies)))],
-                )
-                for i, name in enumerate(names)
-            ]
-            t0 = time.perf_counter()
-            bundles = engine.retrieve_many(requests, now=now)  # one call for the frame
-            result.latencies_ms.append((time.perf_counter() - t0) * 1000.0)
+            bundles = village(engine, tick)
+            result.latencies_ms.append(village.retrieve_ms)
             for bundle in bundles:
                 chain.update(bundle_hash(bundle).encode("ascii"))
             result.retrievals += len(bundles)
-            engine.tick(now, budget_ms=budget_ms)
-            if llm is not None:
-                engine.summarize_pending(llm, now=now)
             if on_tick is not None:
                 on_tick(tick)
     finally:
         unsubscribe()
+    result.ingested = village.ingested
     result.retrieval_hash = chain.hexdigest()
     result.state_hash = engine.state_hash()
     result.events = dict(sorted(counts.items()))
