@@ -54,6 +54,7 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
+from f09_memory.json_types import JsonValue
 from f09_memory.maintenance import TickBacklog
 from f09_memory.perception import EngineEvent
 from f09_memory.procedural import Procedure
@@ -102,6 +103,7 @@ __all__ = [
     "IngestedRecords",
     "InputInvalidError",
     "Interaction",
+    "JsonValue",
     "LLMClient",
     "MemoryConfig",
     "MemoryEngine",

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
 from f09_memory.errors import InputInvalidError
+from f09_memory.json_types import JsonValue
 
 __all__ = [
     "EVENT_NAMES",
@@ -72,9 +73,10 @@ logger = logging.getLogger("f09_memory")
 class _Payload:
     name: ClassVar[str] = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the spec-shaped payload (camelCase keys)."""
-        return {_camel(k): v for k, v in asdict(self).items()}
+    def to_dict(self) -> dict[str, JsonValue]:
+        """Return the spec-shaped payload (camelCase keys; a tuple field as a JSON list)."""
+        return {_camel(k): list(v) if isinstance(v, tuple) else v
+                for k, v in asdict(self).items()}
 
 
 def _camel(name: str) -> str:
@@ -265,7 +267,11 @@ Event = (
     | RetrievalPerformed | MemoryCompaction | DecayApplied | PressureChanged | EmbeddingFailed
     | TickBehind | SocialChanged
 )
+"""Any event payload the bus dispatches (one dataclass per name in :data:`EVENT_NAMES`)."""
 Handler = Callable[[Any], None]
+"""A subscriber: called with the payload of each matching event. Its parameter is ``Any``
+so a handler typed for one payload class (``def on_created(e: RecordCreated)``) fits: the
+type system cannot tie a subscription's name pattern to its payload class."""
 
 _PAYLOADS: tuple[type[_Payload], ...] = (
     RecordCreated, RecordExpired, RecordUpdated, RecordRedacted, SummarizationQueued,
@@ -275,6 +281,8 @@ _PAYLOADS: tuple[type[_Payload], ...] = (
     SocialChanged,
 )
 EVENT_NAMES: tuple[str, ...] = tuple(p.name for p in _PAYLOADS)
+"""Every event name the bus knows (``memory:record:created``, ...); subscribing to a name or
+pattern that matches none of them raises."""
 
 
 def _matches(pattern: str, name: str) -> bool:

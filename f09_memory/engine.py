@@ -275,7 +275,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         layer: MemoryLayer | str = MemoryLayer.EPISODIC,
         importance: float | None = None,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         ttl: int | None = None,
         flagged: bool = False,
         source_event: str | None = None,
@@ -304,7 +304,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
     @journaled
     def ingest_many(
-        self, agent_id: str, items: Iterable[Mapping[str, Any] | str], *, now: int | None = None
+        self, agent_id: str, items: Iterable[Mapping[str, object] | str], *, now: int | None = None
     ) -> IngestedRecords:
         """Store several memories of one agent, all or nothing, in order.
 
@@ -323,7 +323,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
     @journaled
     def ingest_batch(
-        self, items: Iterable[Mapping[str, Any]], *, now: int | None = None
+        self, items: Iterable[Mapping[str, object]], *, now: int | None = None
     ) -> IngestedRecords:
         """Store one frame of a whole crowd: each item names its agent (``agent_id``).
 
@@ -439,7 +439,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
     @journaled
     def retrieve(
         self,
-        request: RetrievalRequest | Mapping[str, Any],
+        request: RetrievalRequest | Mapping[str, object],
         *,
         now: int | None = None,
         query_vectors: NDArray[np.float32] | None = None,
@@ -463,7 +463,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
     @journaled
     def retrieve_many(
-        self, requests: Iterable[RetrievalRequest | Mapping[str, Any]], *, now: int | None = None
+        self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *, now: int | None = None
     ) -> list[RetrievedBundle]:
         """Serve a whole frame of agents: one bundle per request, in request order.
 

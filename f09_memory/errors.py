@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+
+from f09_memory.json_types import JsonValue
 
 __all__ = [
     "CapacityExceededError",
@@ -94,18 +95,18 @@ class MemoryEngineError(Exception):
         message: str,
         *,
         code: ErrorCode | None = None,
-        details: Mapping[str, Any] | None = None,
+        details: Mapping[str, JsonValue] | None = None,
     ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
         self.message = message
-        self.details: dict[str, Any] = dict(details or {})
+        self.details: dict[str, JsonValue] = dict(details or {})
 
     def __str__(self) -> str:
         return f"[{self.code.value}] {self.message}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """Return a JSON-safe form: ``{"code", "message", "details"}``."""
         return {"code": self.code.value, "message": self.message, "details": self.details}
 
@@ -223,7 +224,7 @@ _BY_CODE: dict[ErrorCode, type[MemoryEngineError]] = {
 
 
 def error_for(
-    code: ErrorCode, message: str, details: Mapping[str, Any] | None = None
+    code: ErrorCode, message: str, details: Mapping[str, JsonValue] | None = None
 ) -> MemoryEngineError:
     """Build the subclass that matches ``code`` (for code paths that choose the code at runtime).
 

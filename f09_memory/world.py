@@ -11,7 +11,6 @@ store, so it is saved, hashed and journaled with the rest of the engine.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory.bus import SocialChanged
@@ -52,7 +51,7 @@ class WorldFacade(Journaled):
 
     # ---- engine events (spec section 13, F02)
     @journaled
-    def ingest_events(self, events: Iterable[EngineEvent | Mapping[str, Any]], *,
+    def ingest_events(self, events: Iterable[EngineEvent | Mapping[str, object]], *,
                       now: int | None = None) -> IngestedRecords:
         """Store a frame of engine events in the memories of the agents that perceive them.
 
@@ -71,13 +70,13 @@ class WorldFacade(Journaled):
         """
         return self._perception.ingest(events, self._time(now))
 
-    def ingest_event(self, event: EngineEvent | Mapping[str, Any], *,
+    def ingest_event(self, event: EngineEvent | Mapping[str, object], *,
                      now: int | None = None) -> IngestedRecords:
         """:meth:`ingest_events` for one event."""
         return self.ingest_events([event], now=now)
 
     @journaled
-    def place(self, positions: Mapping[str, Any], *, now: int | None = None) -> None:
+    def place(self, positions: Mapping[str, object], *, now: int | None = None) -> None:
         """Set agents' last known positions (``{agent_id: (x, y[, z])}``) for perception.
 
         Raises:
@@ -115,8 +114,8 @@ class WorldFacade(Journaled):
             self._time(now))
 
     @journaled
-    def interact_many(self, interactions: Iterable[Interaction | Sequence[Any]
-                                                   | Mapping[str, Any]], *,
+    def interact_many(self, interactions: Iterable[Interaction | Sequence[object]
+                                                   | Mapping[str, object]], *,
                       now: int | None = None) -> list[SocialChanged]:
         """Record a batch of interactions, in order, all or nothing.
 
@@ -224,7 +223,7 @@ class WorldFacade(Journaled):
 
     @journaled
     def ingest_physics(
-        self, events: Sequence[PhysicsEvent | Mapping[str, Any]], *, now: int | None = None
+        self, events: Sequence[PhysicsEvent | Mapping[str, object]], *, now: int | None = None
     ) -> IngestedRecords:
         """Store the spatial records of physics, collision and boundary events.
 

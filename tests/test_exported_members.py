@@ -27,6 +27,8 @@ PUBLIC = {
     "Interaction", "Opinion", "SocialChanged",
     # the spatial layer (index 16)
     "Nearby", "NearbyRecords", "PhysicsEvent",
+    # the JSON value type of error details and to_json_dict forms (QG1: no Any)
+    "JsonValue",
 }
 
 

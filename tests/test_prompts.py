@@ -1,9 +1,12 @@
 """Checks of the F09 sub-prompts (spec sections 17, 18, 25) and of INDEX.md.
 
-Every ``prompts/<n>-<name>/PROMPT_<NAME>.md`` must follow the section 18 template, stay within
+Every ``prompts/<n>-<name>/PROMPT_<NAME>.md`` must follow the section 18 template (each
+heading once, in order, none empty; Constraints, Inputs and Non-goals as bullets), stay within
 220 lines, carry a negative validation bullet, and name only files and symbols that exist:
 each ``- File: f09_memory/<path>.py \u2014 Exports: A, B`` line is imported and checked.
-INDEX.md must list all 20 index entries, the trigger phrase, and exactly the prompts present.
+INDEX.md must list all 20 index entries, the trigger phrase, and exactly the prompts present;
+each entry is built (with its prompt and an existing sub-package) or ``planned`` (section 25).
+Prompts still being written are not required: the checks cover the ones present.
 """
 
 from __future__ import annotations
@@ -152,6 +155,30 @@ def test_prompt_validation_bullets(path: Path) -> None:
     )
 
 
+BULLETED_SECTIONS = ("Constraints:", "Inputs / References:", "Non-goals:")
+"""Sections the section 18 template fills with bullets."""
+
+
+@pytest.mark.parametrize("path", PROMPT_PARAMS)
+def test_prompt_sections_have_content(path: Path) -> None:
+    name = rel(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for heading in ("Context:", "Objective:"):
+        inline = next(line for line in lines if line.startswith(heading))
+        body = [inline.removeprefix(heading), *section_lines(name, lines, heading)]
+        assert any(line.strip() for line in body), f"{name}: section {heading!r} is empty"
+    for heading in BULLETED_SECTIONS:
+        bullets = [line for line in section_lines(name, lines, heading) if line.startswith("- ")]
+        assert bullets, f"{name}: section {heading!r} has no '- ' bullet"
+
+
+def test_section_check_catches_an_empty_section() -> None:
+    lines = ["Constraints:", "", "Inputs / References:", "- MemoryConfig"]
+    assert not [line for line in section_lines("x", lines, "Constraints:") if line.strip()]
+    with pytest.raises(AssertionError, match="Non-goals"):
+        section_lines("x", lines, "Non-goals:")
+
+
 @pytest.mark.parametrize("path", PROMPT_PARAMS)
 def test_prompt_outputs_exist(path: Path) -> None:
     name = rel(path)
@@ -228,3 +255,53 @@ def test_index_prompt_paths_match_prompts() -> None:
 def test_index_test_references_exist() -> None:
     for ref in TEST_PATH.findall(INDEX.read_text(encoding="utf-8")):
         assert (ROOT / ref).is_file(), f"INDEX.md names test file {ref}, which does not exist"
+
+
+STATUS_BUILT = ("built", "partial")
+"""Statuses of an entry whose sub-package exists (``partial``: some parts planned)."""
+
+
+def status_problems(rows: dict[int, list[str]], prompts: set[str]) -> list[str]:
+    """What breaks spec section 25 in INDEX rows: each entry built with its prompt, or planned."""
+    problems = []
+    planned = 0
+    for num, cells in sorted(rows.items()):
+        if len(cells) < 7:
+            problems.append(f"row #{num} lacks the Status column")
+            continue
+        prompt, package, status = cells[1].strip("`"), cells[2], cells[-1]
+        if prompt in prompts:
+            if not status.startswith(STATUS_BUILT):
+                problems.append(f"row #{num} has a prompt, so its status must be built, "
+                                f"not {status!r}")
+            match = re.search(r"`(f09_memory/[\w/]+)`", package)
+            if not (match and (ROOT / match[1]).exists()):
+                problems.append(f"row #{num} is built but its sub-package {package!r} "
+                                "does not exist")
+        elif status == "planned":
+            planned += 1
+        else:
+            problems.append(f"row #{num} has no prompt, so its status must be 'planned', "
+                            f"not {status!r}")
+    if len(prompts) + planned != len(SPEC_INDEX):
+        problems.append(f"{len(prompts)} prompts + {planned} planned entries != "
+                        f"{len(SPEC_INDEX)} (spec section 17)")
+    return problems
+
+
+def test_index_rows_are_built_with_a_prompt_or_planned() -> None:
+    assert [] == status_problems(index_rows(), {rel(path) for path in prompt_files()})
+
+
+def test_status_check_catches_a_planned_row_with_a_prompt_and_a_built_row_without() -> None:
+    prompt = "prompts/17-introspection-api/PROMPT_INTROSPECTION_API.md"
+    rows = {
+        17: ["17", f"`{prompt}`", "`f09_memory/schema/`", "", "", "", "planned"],
+        18: ["18", "\u2014", "`f09_memory/endpoints/`", "", "", "", "built"],
+        20: ["20", "\u2014", "`f09_memory/observability/`", "", "", "", "planned"],
+    }
+    problems = status_problems(rows, {prompt})
+    assert any("#17" in p and "must be built" in p for p in problems)
+    assert any("#18" in p and "'planned'" in p for p in problems)
+    assert any("!= 20" in p for p in problems)
+    assert not any("#20" in p for p in problems)

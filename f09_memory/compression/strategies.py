@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 ELLIPSIS = "…"
+"""The mark appended to text a strategy cut short."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -93,6 +94,7 @@ def ratio_truncate(
 
 
 TextStrategy = Callable[[str, tuple[str, ...], int, TokenCounter], str]
+"""A compression strategy: ``(content, tags, token budget, counter) -> compressed text``."""
 TEXT_STRATEGIES: Mapping[str, TextStrategy] = {
     "first_sentence_tags": first_sentence_tags,
     "ratio_truncate": ratio_truncate,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, SecretStr, StrictInt, model_validator
 
@@ -15,6 +15,7 @@ from f09_memory.config.social import SocialSettings
 from f09_memory.config.spatial import SpatialSettings
 from f09_memory.config.tables import ScoringTables
 from f09_memory.errors import ConfigInvalidError, ErrorCode, RetentionViolationError
+from f09_memory.json_types import JsonValue
 from f09_memory.redaction.keys import MIN_KEY_CHARS, REDACTION_KEY_ENV, key_bytes, key_id
 from f09_memory.redaction.patterns import DEFAULT_PATTERNS, compile_patterns
 from f09_memory.schema.base import BoundaryModel
@@ -31,7 +32,7 @@ Duration = Annotated[StrictInt, Field(ge=0, lt=MAX_LOGICAL_TIME)]
 class _ConfigModel(BoundaryModel):
     _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_CONFIG_INVALID
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, JsonValue]:
         """Return the JSON form with every field, ``None`` ones included.
 
         A ``None`` setting is a setting (``summarization_timeout_ms=None``: wait forever;
@@ -383,7 +384,7 @@ class MemoryConfig(_ConfigModel):
         self.__dict__["redaction_key_id"] = found
         return self
 
-    def replace(self, **changes: Any) -> MemoryConfig:
+    def replace(self, **changes: object) -> MemoryConfig:
         """Return a validated copy with ``changes`` applied (snake_case or camelCase keys).
 
         Raises:

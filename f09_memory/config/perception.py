@@ -10,12 +10,13 @@ with no default it is refused (``MEMORY_INPUT_INVALID``), never silently dropped
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.errors import ErrorCode
+from f09_memory.json_types import JsonValue
 from f09_memory.schema.base import BoundaryModel
 from f09_memory.schema.enums import MemoryLayer
 
@@ -88,7 +89,7 @@ class EventRule(_Settings):
             raise ValueError("a physics rule's perceivers are its bodies: actor and/or target")
         return self
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, JsonValue]:
         """The JSON form (camelCase, every field)."""
         return self.model_dump(mode="json", by_alias=True)
 
@@ -149,6 +150,6 @@ class PerceptionSettings(_Settings):
         found = self.rules.get(kind) or DEFAULT_EVENT_RULES.get(kind)
         return found if found is not None else self.default_rule
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, JsonValue]:
         """The JSON form (camelCase, every field)."""
         return self.model_dump(mode="json", by_alias=True)

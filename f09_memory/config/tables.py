@@ -29,8 +29,11 @@ __all__ = [
 ]
 
 NonNegative = Annotated[float, Field(ge=0.0, le=1000.0, allow_inf_nan=False)]
+"""A finite weight or multiplier in 0..1000."""
 SummarizationMode = Literal["llm", "heuristic", "skip"]
+"""How summarization runs under a pressure state: by the LLM, by the local heuristic, or not."""
 CompressionStrategy = Literal["first_sentence_tags", "ratio_truncate"]
+"""A name in :data:`~f09_memory.compression.strategies.TEXT_STRATEGIES`."""
 
 _L = MemoryLayer
 _P = Purpose

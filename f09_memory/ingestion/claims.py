@@ -30,7 +30,9 @@ from f09_memory.schema.records import MemoryRecord
 __all__ = ["TRUST", "Claim", "ClaimOutcome", "ClaimScope", "Provenance", "normalize_value"]
 
 Provenance = Literal["user_explicit", "tool_output", "inference"]
+"""Where a claim comes from, most trusted first (ranks in :data:`TRUST`)."""
 ClaimScope = Literal["session", "global", "temporal"]
+"""How far a claim holds: this session, always, or for a period."""
 TRUST: dict[str, int] = {"user_explicit": 3, "tool_output": 2, "inference": 1}
 """Provenance trust ranks: a conflicting write supersedes only at equal or higher trust."""
 

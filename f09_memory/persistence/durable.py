@@ -41,6 +41,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "CommitMode", "DurableLog", "Dura
 logger = logging.getLogger("f09_memory")
 
 CommitMode = Literal["call", "tick"]
+"""When the journal commits: after every state-changing call, or once per tick."""
 APPLICATION_ID = 0x46303931
 """``PRAGMA application_id`` of an f09-memory database ("F091")."""
 SCHEMA_VERSION = 2

@@ -63,7 +63,9 @@ __all__ = [
 ]
 
 MAGIC = b"F09MEMORY-SNAPSHOT\n"
+"""The first bytes of every snapshot file."""
 SNAPSHOT_VERSION = 3
+"""The snapshot format written (3: columns in an uncompressed npz plus a JSON manifest)."""
 DEFAULT_MAX_BYTES = 4 * 2**30
 """The largest snapshot payload read by default (4 GiB); pass ``max_bytes`` for more."""
 MAX_DEPTH = 64

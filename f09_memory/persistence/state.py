@@ -38,6 +38,7 @@ from f09_memory.vector_index.hnsw import HnswIndex
 __all__ = ["COLUMNS", "STATE_KIND", "get_state", "set_state"]
 
 STATE_KIND = "f09-memory-engine"
+"""The ``kind`` of an engine state dict (checked before a state is restored)."""
 COLUMNS = ("key", "layer", "importance", "flagged", "created", "anchor", "tokens",
            "deadline", "status", "redacted", "tagset", "embedded")
 """The per-record columns a snapshot stores (concatenated over agents)."""

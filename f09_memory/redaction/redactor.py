@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["PLACEHOLDER_PREFIX", "PLACEHOLDER_RE", "Redactor"]
 
 PLACEHOLDER_PREFIX = "<REDACT:sha256-"
+"""How every placeholder the redactor writes begins."""
 PLACEHOLDER_RE = re.compile(r"<REDACT:sha256-[0-9a-f]{12}>")
 """A placeholder the redactor wrote; text inside one is never redacted again."""
 _SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")

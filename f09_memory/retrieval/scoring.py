@@ -29,6 +29,7 @@ __all__ = ["PROXIMITY_KEY", "SCORE_KEYS", "ScoringContext", "compute_scores",
            "effective_weights", "quantize"]
 
 SCORE_KEYS = ("importance", "recency", "semantic", "structural")
+"""The hybrid score's four terms, in weight order (spec section 7)."""
 PROXIMITY_KEY = "proximity"
 """The fifth term's key (weights of a request with a ``position``)."""
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from f09_memory.errors import ErrorCode, MemoryEngineError, error_for
+from f09_memory.json_types import JsonValue
 
 __all__ = ["BoundaryModel", "field_names", "trusted", "trusted_factory", "validation_error"]
 
@@ -115,14 +116,17 @@ def validation_error(
     Returns:
         The error to raise (``raise validation_error(exc, ...) from exc``).
     """
-    problems = []
+    problems: list[JsonValue] = []
+    texts = []
     for err in exc.errors(include_url=False, include_context=False, include_input=False):
         loc = err["loc"]
         parts = [_loc_part(p, known) for p in loc]
         if parts and err["type"] == "extra_forbidden" and _NAME.fullmatch(str(loc[-1])):
             parts[-1] = str(loc[-1])  # a misspelt field name: naming it is the fix
-        problems.append({"field": ".".join(parts) or model, "problem": err["msg"]})
-    text = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        field = ".".join(parts) or model
+        problems.append({"field": field, "problem": err["msg"]})
+        texts.append(f"{field}: {err['msg']}")
+    text = "; ".join(texts)
     return error_for(code, f"invalid {model}: {text}", {"model": model, "errors": problems})
 
 
@@ -132,8 +136,14 @@ def _nested(inner: MemoryEngineError, model: str, loc: tuple[Any, ...]) -> Memor
     if not loc or not isinstance(problems, list):
         return inner
     prefix = ".".join(str(p) for p in loc)
-    fixed = [{**p, "field": f"{prefix}.{p['field']}"} for p in problems]
-    text = "; ".join(f"{p['field']}: {p['problem']}" for p in fixed)
+    fixed: list[JsonValue] = []
+    texts = []
+    for problem in problems:
+        if isinstance(problem, dict):
+            field = f"{prefix}.{problem.get('field')}"
+            fixed.append({**problem, "field": field})
+            texts.append(f"{field}: {problem.get('problem')}")
+    text = "; ".join(texts)
     return error_for(inner.code, f"invalid {model}: {text}", {"model": model, "errors": fixed})
 
 
@@ -158,7 +168,7 @@ class BoundaryModel(BaseModel):
     _field_codes: ClassVar[dict[str, ErrorCode]] = {}
     _default_code: ClassVar[ErrorCode] = ErrorCode.MEMORY_INPUT_INVALID
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -178,7 +188,7 @@ class BoundaryModel(BaseModel):
         return validation_error(exc, cls.__name__, cls._default_code, known)
 
     @classmethod
-    def parse(cls, data: Any) -> Self:
+    def parse(cls, data: object) -> Self:
         """Validate ``data`` (a mapping in either spelling, or an instance) into this model.
 
         Raises:
@@ -191,6 +201,6 @@ class BoundaryModel(BaseModel):
         except ValidationError as exc:
             raise cls._translate(exc) from exc
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, JsonValue]:
         """Return the spec-shaped JSON form (camelCase keys, ``None`` fields omitted)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

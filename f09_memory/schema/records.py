@@ -21,6 +21,7 @@ __all__ = [
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 AttributeValue = StrictStr | StrictBool | StrictInt | StrictFloat
+"""A ``metadata.attributes`` value: a string, bool, int or float."""
 
 
 class SpatialMeta(BoundaryModel):

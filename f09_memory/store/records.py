@@ -32,10 +32,12 @@ __all__ = [
 ]
 
 NO_DEADLINE = np.iinfo(np.int64).max
+"""The ``deadline`` column of a record without a TTL (int64 max: never expires)."""
 CLAIM_STATUSES: tuple[str, ...] = ("active", "superseded", "quarantined")
 """Record status codes (the ``status`` column): a record without a claim is active; a claim
 is superseded by a newer trusted one, or quarantined when a less trusted write conflicts."""
 STATUS_CODE: dict[str, int] = {name: i for i, name in enumerate(CLAIM_STATUSES)}
+"""Status name -> its code in the ``status`` column."""
 
 
 _SPACES = re.compile(r"\s+")
@@ -105,6 +107,7 @@ class RecordExtra:
 
 
 EMPTY_EXTRA = RecordExtra()
+"""The shared extra of a record with no sparse fields (never mutated)."""
 
 
 class Removed(NamedTuple):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.json_types import JsonValue
 from f09_memory.schema.tasks import SummarizationTask
 
 __all__ = ["SummaryOutcome", "SummaryPath"]
@@ -57,7 +58,7 @@ class SummaryOutcome:
         """Whether the engine should store the summary and retire the sources."""
         return self.summary_text is not None
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, JsonValue]:
         """A JSON-safe dict (camelCase keys)."""
         return {
             "task": self.task.to_json_dict(),
@@ -74,32 +75,39 @@ class SummaryOutcome:
         }
 
     @classmethod
-    def from_state(cls, data: Mapping[str, Any]) -> SummaryOutcome:
+    def from_state(cls, data: Mapping[str, object]) -> SummaryOutcome:
         """Inverse of :meth:`to_state`.
+
+        Args:
+            data: A :meth:`to_state` dict; every value is checked here.
+
+        Returns:
+            The outcome.
 
         Raises:
             MemoryEngineError: ``data`` is malformed (``MEMORY_INPUT_INVALID``).
         """
+        raw = cast(Mapping[str, Any], data)  # unchecked JSON: each field is converted below
         try:
-            path = data["path"]
-            text = data["summaryText"]
+            path = raw["path"]
+            text = raw["summaryText"]
             if path not in ("llm", "heuristic", "none") or not (text is None
                                                                  or isinstance(text, str)):
                 raise ValueError("bad path or text")
-            keys = tuple(int(k) for k in data["sourceKeys"])
-            tags = tuple(str(t) for t in data["tags"])
+            keys = tuple(int(k) for k in raw["sourceKeys"])
+            tags = tuple(str(t) for t in raw["tags"])
             return cls(
-                task=SummarizationTask.parse(data["task"]),
+                task=SummarizationTask.parse(raw["task"]),
                 summary_text=text,
                 source_keys=keys,
-                used_fallback=bool(data["usedFallback"]),
-                reduction_ratio=float(data["reductionRatio"]),
+                used_fallback=bool(raw["usedFallback"]),
+                reduction_ratio=float(raw["reductionRatio"]),
                 path=path,
-                reason=None if data["reason"] is None else str(data["reason"]),
-                coverage=float(data["coverage"]),
-                importance=float(data["importance"]),
+                reason=None if raw["reason"] is None else str(raw["reason"]),
+                coverage=float(raw["coverage"]),
+                importance=float(raw["importance"]),
                 tags=tags,
-                recency_anchor=int(data["recencyAnchor"]),
+                recency_anchor=int(raw["recencyAnchor"]),
             )
         except MemoryEngineError:
             raise

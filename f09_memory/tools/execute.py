@@ -45,9 +45,11 @@ from f09_memory.schema.enums import MemoryLayer, Purpose, Strategy
 from f09_memory.schema.records import AttributeValue, MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.tools.definitions import (
+    KEYWORD_TAG_PREFIX,
     MEMORY_WRITE,
     MEMORY_WRITE_MAX_KEYWORDS,
     TOOL_NAMES,
+    ToolLimits,
     validate_tool_arguments,
 )
 
@@ -71,9 +73,6 @@ logger = logging.getLogger("f09_memory")
 
 TOOL_SOURCE_EVENT: Final = "tool:memory_write"
 """``source_event`` of every record written by ``memory_write``; marks the tool's entries."""
-
-KEYWORD_TAG_PREFIX: Final = "kw:"
-"""Prefix of the tags that hold an entry's keywords (``kw:<keyword>``)."""
 
 KEYWORD_MATCH_WEIGHT: Final = 2
 """Search score of a query token found in an entry's keywords (one in the content scores 1)."""
@@ -288,6 +287,13 @@ def _write(engine: MemoryEngine, args: Mapping[str, Any], ctx: ToolContext) -> d
     redact = _redactor(engine).redact_text
     content: str = args["content"].strip()
     keywords = list(dict.fromkeys(_normalize_keyword(k) for k in args["keywords"]))
+    longest = ToolLimits.of(engine.config).keyword_chars
+    if any(len(k) > longest for k in keywords):  # casefolding can lengthen one ("ß" -> "ss")
+        raise InputInvalidError(
+            f"{MEMORY_WRITE}: argument `keywords` must hold keywords of at most {longest:,} "
+            "characters once casefolded",
+            details={"tool": MEMORY_WRITE, "field": "keywords"},
+        )
     key = dedupe_key(redact(content))
     existing = next(
         (e for e in memory_entries(engine, ctx.agent_id, now=ctx.now)
@@ -395,7 +401,9 @@ def execute_tool(
     Args:
         engine: The engine holding the memories.
         name: The tool name from the model's call.
-        arguments: The arguments, as a mapping or a JSON object string.
+        arguments: The arguments, as a mapping or a JSON object string, checked against
+            the engine's size limits (:func:`validate_tool_arguments` with its config); a
+            ``null`` optional argument means absent (OpenAI strict mode sends them).
         context: The caller; ``None`` uses agent :data:`DEFAULT_TOOL_AGENT_ID` and the
             engine clock.
 
@@ -404,7 +412,7 @@ def execute_tool(
     """
     shown = name if name in TOOL_NAMES else "(unknown tool)"  # a model's name is not logged
     try:
-        args = validate_tool_arguments(name, arguments)
+        args = validate_tool_arguments(name, arguments, config=engine.config)
         ctx = _context(context)
         payload = _write(engine, args, ctx) if name == MEMORY_WRITE else _search(engine, args, ctx)
     except MemoryEngineError as exc:

@@ -26,11 +26,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.errors import InputInvalidError
+from f09_memory.json_types import JsonValue
 
 __all__ = ["similarities"]
 
 
-def _describe(value: object) -> dict[str, object]:
+def _describe(value: object) -> dict[str, JsonValue]:
     if isinstance(value, np.ndarray):
         return {"shape": [int(s) for s in value.shape], "dtype": str(value.dtype)}
     return {"type": type(value).__name__}

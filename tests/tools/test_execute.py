@@ -269,3 +269,59 @@ def test_same_calls_give_same_payloads_and_state() -> None:
         return out, engine.state_hash()
 
     assert run() == run()
+
+
+# ---------------------------------------------------------------- strict mode, limits
+def test_strict_mode_nulls_execute_like_absent_arguments() -> None:
+    """A strict-mode model sends every argument, null for the ones it leaves out."""
+    calls = [
+        (MEMORY_WRITE, '{"content": "user favorite color is blue", "keywords": null}',
+         {"content": "user favorite color is blue"}),
+        (MEMORY_WRITE, {"content": "user lives in Lisbon", "keywords": ["city"]},
+         {"content": "user lives in Lisbon", "keywords": ["city"]}),
+        (MEMORY_WRITE, {"content": "User favorite color is blue", "keywords": None},
+         {"content": "User favorite color is blue"}),
+        (MEMORY_SEARCH, '{"query": "favorite color", "limit": null}', {"query": "favorite color"}),
+        (MEMORY_SEARCH, {"query": "lisbon city", "limit": 1}, {"query": "lisbon city", "limit": 1}),
+    ]
+    strict, plain = MemoryEngine(MemoryConfig(), seed=1), MemoryEngine(MemoryConfig(), seed=1)
+    for name, strict_args, plain_args in calls:
+        got = execute_tool(strict, name, strict_args, CTX)
+        assert got["ok"] is True
+        assert execute_tool(plain, name, plain_args, CTX) == got
+    assert plain.state_hash() == strict.state_hash()
+    assert 2 == strict.count()
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [(MEMORY_WRITE, '{"content": null, "keywords": null}'),
+     (MEMORY_SEARCH, '{"query": null, "limit": 3}')],
+)
+def test_strict_null_for_a_required_argument_is_rejected(
+    engine: MemoryEngine, name: str, arguments: str
+) -> None:
+    before = engine.state_hash()
+    payload = execute_tool(engine, name, arguments, CTX)
+    assert_error(payload, INVALID)
+    assert "cannot be null" in payload["error"]["message"]
+    assert before == engine.state_hash()
+
+
+def test_content_up_to_the_engine_limit_is_stored_and_past_it_rejected(
+    make_engine: Callable[..., MemoryEngine]
+) -> None:
+    engine = make_engine(max_content_chars=50)
+    assert write(engine, "x" * 50)["ok"] is True
+    payload = write(engine, "y" * 51)
+    assert_error(payload, INVALID)
+    assert "at most 50 characters" in payload["error"]["message"]
+    assert 1 == engine.count()
+
+
+def test_a_keyword_that_casefolds_past_the_limit_is_rejected(engine: MemoryEngine) -> None:
+    keyword = "ß" * 253  # 253 characters as sent, 506 once casefolded
+    payload = write(engine, "fact", [keyword])
+    assert_error(payload, INVALID)
+    assert "keywords" in payload["error"]["message"]
+    assert 0 == engine.count()

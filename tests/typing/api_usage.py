@@ -8,6 +8,7 @@ from f09_memory import (
     EmbeddingProvider,
     ErrorCode,
     Interaction,
+    JsonValue,
     MemoryConfig,
     MemoryEngine,
     MemoryEngineError,
@@ -24,6 +25,7 @@ from f09_memory import (
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
+from f09_memory.tools import tool_definitions
 
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
 rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
@@ -72,6 +74,10 @@ try:
     engine.get("npc-1:0000009999")
 except MemoryEngineError as exc:
     code: ErrorCode = exc.code
+    field: JsonValue = exc.details.get("field")
+    payload: dict[str, JsonValue] = exc.to_dict()
+    if isinstance(field, str):
+        print(field.upper(), payload["code"])
 
 remote = OpenAICompatibleEmbedder("http://localhost:11434", "nomic-embed-text", dim=768,
                                   max_retries=2, timeout_s=5.0)
@@ -83,3 +89,8 @@ keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
     "a-random-key-of-16+-chars")
 loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
+form: dict[str, JsonValue] = rec.to_json_dict()
+agent = form["agentId"]
+assert isinstance(agent, str) and agent.startswith("npc")
+responses_tools = tool_definitions("openai_responses", strict=True)
+gemini_tools = tool_definitions("gemini", config=engine.config)
