@@ -27,6 +27,9 @@ PUBLIC = {
     "Interaction", "Opinion", "SocialChanged",
     # the spatial layer (index 16)
     "Nearby", "NearbyRecords", "PhysicsEvent",
+    # observability (index 20)
+    "AgentMetrics", "MetricsCollector", "MetricsSnapshot", "TickPoint", "attach_log_tags",
+    "render_prometheus",
 }
 
 

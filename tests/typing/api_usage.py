@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 
 from f09_memory import (
+    AgentMetrics,
     EmbeddingProvider,
     ErrorCode,
     Interaction,
@@ -12,6 +14,8 @@ from f09_memory import (
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    MetricsCollector,
+    MetricsSnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
@@ -19,8 +23,11 @@ from f09_memory import (
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
+    TickPoint,
     TickReport,
+    attach_log_tags,
     bundle_hash,
+    render_prometheus,
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
@@ -83,3 +90,14 @@ keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
     "a-random-key-of-16+-chars")
 loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
+
+metrics = MetricsCollector(engine, reservoir_size=256, seed=1, history=100)
+snap: MetricsSnapshot = metrics.snapshot()
+agg: AgentMetrics = snap.aggregate
+slowest: float = max(m.p95_retrieval_ms for m in snap.agents.values())
+points: list[TickPoint] = metrics.series()
+detach: Callable[[], None] = attach_log_tags(engine, level=logging.DEBUG)
+body, content_type = render_prometheus(metrics)
+exposition: bytes = render_prometheus(snap)[0] + body
+by_layer: dict[str, dict[str, int]] = engine.layer_counts()
+metrics.close()
