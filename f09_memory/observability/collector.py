@@ -84,31 +84,32 @@ def _agent_key(agent_id: str) -> list[int]:
 
 
 class _Counters:
-    """The event counters of one agent (or of all): a latency reservoir and counts."""
+    """The event counters of one agent (or of all): a latency reservoir and counts.
 
-    __slots__ = ("completed", "compressed", "failed", "latency", "pruned", "quantiles",
-                 "quantiles_at", "queued", "redacted")
+    :meth:`metrics` keeps its last result and gives it again while nothing changed (no new
+    event, the same record counts), so a snapshot of a quiet crowd costs a tuple compare
+    per agent and a percentile only where latencies came in.
+    """
+
+    __slots__ = ("cached", "cached_key", "completed", "compressed", "failed", "latency",
+                 "pruned", "queued", "redacted")
 
     def __init__(self, latency: LatencyReservoir) -> None:
         self.latency = latency
         self.compressed = self.queued = self.completed = self.failed = 0
         self.redacted = self.pruned = 0
-        self.quantiles: tuple[float, ...] = (0.0, 0.0)
-        self.quantiles_at = 0
-
-    def p50_p95(self) -> tuple[float, ...]:
-        """The reservoir's median and 95th percentile, recomputed only after new values."""
-        count = self.latency.count
-        if count != self.quantiles_at:
-            self.quantiles = self.latency.quantiles(50, 95)
-            self.quantiles_at = count
-        return self.quantiles
+        self.cached: AgentMetrics | None = None
+        self.cached_key: tuple[Any, ...] = ()
 
     def metrics(self, counts: dict[str, int] | None) -> AgentMetrics:
         """The agent's metrics with the record ``counts`` read from the engine."""
         latency = self.latency
         retrievals = latency.count
-        p50, p95 = self.p50_p95()
+        key = (retrievals, self.queued, self.completed, self.failed, self.redacted,
+               self.pruned, tuple(counts.values()) if counts else ())
+        if key == self.cached_key and self.cached is not None:
+            return self.cached
+        p50, p95 = latency.quantiles(50, 95)
         values: dict[str, Any] = _record_counts(counts)
         values.update(
             retrievals=retrievals,
@@ -122,7 +123,9 @@ class _Counters:
             redacted_records=self.redacted,
             retention_pruned_count=self.pruned,
         )
-        return trusted(AgentMetrics, values)
+        self.cached = metrics = trusted(AgentMetrics, values)
+        self.cached_key = key
+        return metrics
 
 
 def _record_counts(counts: dict[str, int] | None) -> dict[str, Any]:
@@ -189,6 +192,8 @@ class MetricsCollector:
         self.history = history
         self._engine = engine
         self._agents: dict[str, _Counters] = {}
+        self._quiet: dict[str, tuple[tuple[int, ...], AgentMetrics]] = {}
+        """Agents no event named yet: their last record counts and metrics."""
         self._all = _Counters(LatencyReservoir(reservoir_size, seed=[seed, _AGGREGATE]))
         self._window = LatencyReservoir(reservoir_size, seed=[seed, _WINDOW])
         self._add_all = self._all.latency.add
@@ -268,8 +273,9 @@ class MetricsCollector:
     def snapshot(self) -> MetricsSnapshot:
         """Every agent's metrics and the aggregate, now.
 
-        Owner thread only (it reads the engine's record counts). O(agents) plus a
-        percentile of each reservoir that received values since the previous snapshot.
+        Owner thread only (it reads the engine's record counts). O(agents); an agent's
+        metrics are rebuilt (with a percentile of its reservoir) only when an event named
+        it or its record counts changed since the previous snapshot.
 
         Raises:
             InputInvalidError: Called from a thread other than the engine's owner.
@@ -279,10 +285,18 @@ class MetricsCollector:
         now = engine.now
         agents: dict[str, AgentMetrics] = {}
         known = self._agents
+        quiet = self._quiet
         for agent_id in sorted(counts.keys() | known.keys()):
             counters = known.get(agent_id)
-            agents[agent_id] = (_counts_only(counts[agent_id]) if counters is None
-                                else counters.metrics(counts.get(agent_id)))
+            if counters is not None:
+                agents[agent_id] = counters.metrics(counts.get(agent_id))
+                continue
+            by_layer = counts[agent_id]
+            key = tuple(by_layer.values())
+            seen = quiet.get(agent_id)
+            if seen is None or seen[0] != key:
+                quiet[agent_id] = seen = (key, _counts_only(by_layer))
+            agents[agent_id] = seen[1]
         totals: dict[str, int] = {}
         for by_layer in counts.values():
             for layer, n in by_layer.items():
