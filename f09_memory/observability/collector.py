@@ -15,15 +15,17 @@ compressionUsageRate            ``memory:retrieval`` ``compressionApplied`` / re
 summarizationTasks*             ``memory:summarization:queued|completed|failed`` (the agent
                                 from the task id ``sum:<agent>:<n>``)
 redactedRecords                 ``memory:record:redacted``
-retentionPrunedCount            ``memory:record:expired`` with reason ``retention``
+retentionPrunedCount            ``memory:compaction`` ``removed`` (a tick's compaction, or
+                                an ingest that passed a cap plus the slack)
 series()                        ``memory:tick`` (one :class:`TickPoint` per tick)
 ==============================  ===========================================================
 
 Cost: the events above are built only because the collector listens (the bus skips them
 otherwise); a retrieval costs the collector three reservoir offers and a few counter
-increments (``benchmarks/bench_observability.py``: well under 5% of a 2k-candidate
-retrieval). Memory: at most ``reservoir_size`` floats per agent that retrieved, plus
-``history`` tick points.
+increments (``benchmarks/bench_observability.py``: under 5% of a 2k-candidate
+retrieval). It listens to no per-record event of the common paths (``created``,
+``expired``), so ingests and evictions cost it nothing. Memory: at most
+``reservoir_size`` floats per agent that retrieved, plus ``history`` tick points.
 
 A ``retrieve_many`` frame reports, for each bundle, the time from the frame's start to that
 bundle (what its ``diagnostics.time_ms`` says), so per-agent latencies in a crowd frame grow
@@ -43,7 +45,7 @@ from types import TracebackType
 from typing import Any
 
 from f09_memory.bus import (
-    RecordExpired,
+    MemoryCompaction,
     RecordRedacted,
     RetrievalPerformed,
     SummarizationCompleted,
@@ -207,7 +209,7 @@ class MetricsCollector:
             bus.subscribe(SummarizationCompleted.name, self._on_completed),
             bus.subscribe(SummarizationFailed.name, self._on_failed),
             bus.subscribe(RecordRedacted.name, self._on_redacted),
-            bus.subscribe(RecordExpired.name, self._on_expired),
+            bus.subscribe(MemoryCompaction.name, self._on_compaction),
             bus.subscribe(TickCompleted.name, self._on_tick),
         ]
 
@@ -252,13 +254,10 @@ class MetricsCollector:
         if parts is not None:
             self._agent(parts[0]).redacted += 1
 
-    def _on_expired(self, ev: RecordExpired) -> None:
-        if ev.reason != "retention":
-            return
-        self._all.pruned += 1
-        parts = split_record_id(ev.id)
-        if parts is not None:
-            self._agent(parts[0]).pruned += 1
+    def _on_compaction(self, ev: MemoryCompaction) -> None:
+        if ev.removed:
+            self._all.pruned += ev.removed
+            self._agent(ev.agent_id).pruned += ev.removed
 
     def _on_tick(self, ev: TickCompleted) -> None:
         window = self._window
