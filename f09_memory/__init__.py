@@ -56,6 +56,14 @@ from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
 from f09_memory.json_types import JsonValue
 from f09_memory.maintenance import TickBacklog
+from f09_memory.observability import (
+    AgentMetrics,
+    MetricsCollector,
+    MetricsSnapshot,
+    TickPoint,
+    attach_log_tags,
+    render_prometheus,
+)
 from f09_memory.perception import EngineEvent
 from f09_memory.procedural import Procedure
 from f09_memory.protocols import (
@@ -85,6 +93,7 @@ from f09_memory.summarization.outcome import SummaryOutcome
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentMetrics",
     "CapacityExceededError",
     "Claim",
     "ClaimOutcome",
@@ -110,6 +119,8 @@ __all__ = [
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "MetricsCollector",
+    "MetricsSnapshot",
     "Nearby",
     "NearbyRecords",
     "Opinion",
@@ -141,11 +152,14 @@ __all__ = [
     "TaskStatus",
     "TickBacklog",
     "TickCosts",
+    "TickPoint",
     "TickReport",
     "TokenBudgetUndefinedError",
     "TokenCounter",
     "TypedExtractionPrompt",
     "TypedExtractionResult",
     "VectorIndex",
+    "attach_log_tags",
     "bundle_hash",
+    "render_prometheus",
 ]

@@ -29,6 +29,9 @@ PUBLIC = {
     "Nearby", "NearbyRecords", "PhysicsEvent",
     # the JSON value type of error details and to_json_dict forms (QG1: no Any)
     "JsonValue",
+    # observability (index 20)
+    "AgentMetrics", "MetricsCollector", "MetricsSnapshot", "TickPoint", "attach_log_tags",
+    "render_prometheus",
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 
 from f09_memory import (
+    AgentMetrics,
     EmbeddingProvider,
     ErrorCode,
     Interaction,
@@ -13,6 +15,8 @@ from f09_memory import (
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    MetricsCollector,
+    MetricsSnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
@@ -20,8 +24,11 @@ from f09_memory import (
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
+    TickPoint,
     TickReport,
+    attach_log_tags,
     bundle_hash,
+    render_prometheus,
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
@@ -94,3 +101,14 @@ agent = form["agentId"]
 assert isinstance(agent, str) and agent.startswith("npc")
 responses_tools = tool_definitions("openai_responses", strict=True)
 gemini_tools = tool_definitions("gemini", config=engine.config)
+
+metrics = MetricsCollector(engine, reservoir_size=256, seed=1, history=100)
+snap: MetricsSnapshot = metrics.snapshot()
+agg: AgentMetrics = snap.aggregate
+slowest: float = max(m.p95_retrieval_ms for m in snap.agents.values())
+points: list[TickPoint] = metrics.series()
+detach: Callable[[], None] = attach_log_tags(engine, level=logging.DEBUG)
+body, content_type = render_prometheus(metrics)
+exposition: bytes = render_prometheus(snap)[0] + body
+by_layer: dict[str, dict[str, int]] = engine.layer_counts()
+metrics.close()
