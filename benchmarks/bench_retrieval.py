@@ -61,7 +61,7 @@ def engine_with(n: int, seed: int = 0) -> MemoryEngine:
     return engine
 
 
-@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("size", [200, 500, 2_000, 10_000])  # regress.py charts them
 def test_retrieve_no_embeddings(benchmark, size: int) -> None:
     benchmark.group = "retrieval"
     engine = engine_with(size)

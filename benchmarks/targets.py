@@ -74,3 +74,20 @@ def table() -> list[str]:
         goal = "-" if f.goal is None else f"{f.goal:g}"
         lines.append(f"{f.name:48s} {f.value:>9.4g} {f.unit:2s} {spec:>10s} {goal:>10s}  {status}")
     return lines
+
+
+def markdown() -> str:
+    """The figures as a markdown table (``F09_BENCH_REPORT``; see ``regress.py``)."""
+    rows = ["| figure | measured | spec target | our goal | status |",
+            "|---|---|---|---|---|"]
+    for f in FIGURES:
+        spec_ok, goal_ok = f.meets(f.spec), f.meets(f.goal)
+        status = "spec missed" if spec_ok is False else ("spec met" if spec_ok else "-")
+        if goal_ok is not None:
+            status += ", goal met" if goal_ok else ", goal missed"
+        spec = "-" if f.spec is None else f"{f.spec:g} {f.unit}"
+        goal = "-" if f.goal is None else f"{f.goal:g} {f.unit}"
+        rows.append(f"| {f.name} | {f.value:.4g} {f.unit} | {spec} | {goal} | {status} |")
+    mode = "short (CI)" if SHORT else "full"
+    return f"Benchmarks in {mode} mode: the spec target is enforced, our goal reported.\n\n" + (
+        "\n".join(rows) + "\n")
