@@ -54,6 +54,19 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
+from f09_memory.introspection import (
+    AgentStats,
+    CandidateExplanation,
+    EngineStats,
+    Explanation,
+    FieldChange,
+    Introspector,
+    MemoryDiff,
+    MemorySnapshot,
+    RecordChange,
+    RecordView,
+    ScoreTerm,
+)
 from f09_memory.json_types import JsonValue
 from f09_memory.maintenance import TickBacklog
 from f09_memory.observability import (
@@ -94,6 +107,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentMetrics",
+    "AgentStats",
+    "CandidateExplanation",
     "CapacityExceededError",
     "Claim",
     "ClaimOutcome",
@@ -106,19 +121,25 @@ __all__ = [
     "EmbeddingUnavailableError",
     "EngineBus",
     "EngineEvent",
+    "EngineStats",
     "ErrorCode",
     "EventLog",
     "EventRule",
+    "Explanation",
+    "FieldChange",
     "IngestedRecords",
     "InputInvalidError",
     "Interaction",
+    "Introspector",
     "JsonValue",
     "LLMClient",
     "MemoryConfig",
+    "MemoryDiff",
     "MemoryEngine",
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "MemorySnapshot",
     "MetricsCollector",
     "MetricsSnapshot",
     "Nearby",
@@ -131,8 +152,10 @@ __all__ = [
     "PressureState",
     "Procedure",
     "Purpose",
+    "RecordChange",
     "RecordMetadata",
     "RecordNotFoundError",
+    "RecordView",
     "RedactionPatternInvalidError",
     "RetentionPolicy",
     "RetentionViolationError",
@@ -140,6 +163,7 @@ __all__ = [
     "RetrievalEmptyError",
     "RetrievalRequest",
     "RetrievedBundle",
+    "ScoreTerm",
     "ScoreWeights",
     "SnapshotInvalidError",
     "SocialChanged",

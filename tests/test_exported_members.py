@@ -32,6 +32,9 @@ PUBLIC = {
     # observability (index 20)
     "AgentMetrics", "MetricsCollector", "MetricsSnapshot", "TickPoint", "attach_log_tags",
     "render_prometheus",
+    # introspection (index 17)
+    "AgentStats", "CandidateExplanation", "EngineStats", "Explanation", "FieldChange",
+    "Introspector", "MemoryDiff", "MemorySnapshot", "RecordChange", "RecordView", "ScoreTerm",
 }
 
 

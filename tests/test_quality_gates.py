@@ -39,6 +39,10 @@ ALLOWED_ANY: dict[str, str] = {
         "(def on_created(e: RecordCreated)) can subscribe: a name pattern cannot be tied to "
         "its payload class in the type system, and Callable parameters are contravariant"
     ),
+    "Explanation.model_post_init:context": (
+        "pydantic generates model_post_init(self, context: Any) for a model with a private "
+        "attribute (the explanation's lazily built candidates); the signature is pydantic's"
+    ),
 }
 """Places (``Symbol.member:parameter``) where an ``Any`` is unavoidable, with the reason."""
 

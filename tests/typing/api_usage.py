@@ -7,20 +7,27 @@ from collections.abc import Callable, Sequence
 
 from f09_memory import (
     AgentMetrics,
+    CandidateExplanation,
     EmbeddingProvider,
+    EngineStats,
     ErrorCode,
+    Explanation,
     Interaction,
+    Introspector,
     JsonValue,
     MemoryConfig,
+    MemoryDiff,
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    MemorySnapshot,
     MetricsCollector,
     MetricsSnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
     Procedure,
+    RecordView,
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
@@ -32,6 +39,7 @@ from f09_memory import (
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
+from f09_memory.introspection import ExclusionReason
 from f09_memory.tools import tool_definitions
 
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
@@ -112,3 +120,14 @@ body, content_type = render_prometheus(metrics)
 exposition: bytes = render_prometheus(snap)[0] + body
 by_layer: dict[str, dict[str, int]] = engine.layer_counts()
 metrics.close()
+
+intro: Introspector = engine.introspection
+page: MemorySnapshot = intro.snapshot("npc-1", layer="episodic", limit=50, offset=0)
+changes: MemoryDiff = intro.diff(page.version, "npc-1", redact=False)
+why: Explanation = intro.explain({"agentId": "npc-1", "purpose": "dialog", "maxTokens": 400},
+                                 now=3_000)
+first: CandidateExplanation = why.candidates[0]
+reason: ExclusionReason | None = first.excluded
+counts: EngineStats = intro.stats()
+one: RecordView = intro.record_view(page.records[0].id, redact=True)
+version: int = intro.version + counts.version + len(changes.added) + len(why.bundle_ids)
