@@ -59,8 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from f09_memory.config import MemoryConfig, ScoreWeights
-from f09_memory.config.tables import ScoringTables
+from f09_memory.config import MemoryConfig, ScoreWeights, ScoringTables
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import (
     CapacityExceededError,
@@ -115,7 +114,7 @@ def cosine_only_scoring(scoring: ScoringTables) -> ScoringTables:
     """
     weights = {purpose: dict(by_strategy) for purpose, by_strategy in scoring.weights.items()}
     weights[ASSOCIATIVE_PURPOSE][ASSOCIATIVE_STRATEGY] = COSINE_ONLY
-    return scoring.model_copy(update={"weights": weights})
+    return ScoringTables(**{**dict(scoring), "weights": weights})  # validated
 
 
 def bank_config(base: MemoryConfig | None = None, *, capacity: int | None = None,

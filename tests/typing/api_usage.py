@@ -83,3 +83,5 @@ keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
     "a-random-key-of-16+-chars")
 loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
+blob: bytes = loaded.dumps()
+from_bytes: MemoryEngine = MemoryEngine.loads(blob, redaction_key="a-random-key-of-16+-chars")
