@@ -101,9 +101,10 @@ def cosine_only_scoring(scoring: ScoringTables) -> ScoringTables:
     """``scoring`` with the associative weights (reasoning x semantic) set to :data:`COSINE_ONLY`.
 
     Every other table entry is kept, so a host that queries the engine directly still gets
-    the usual balanced, recency and importance mixes. Pressure multipliers cannot move a
-    single positive weight (weights are renormalized), so associative ranking is cosine-only
-    under every pressure state.
+    the usual balanced, recency and importance mixes. Weights are renormalized after the
+    pressure multipliers, so one positive weight stays cosine-only under every pressure
+    state whose semantic multiplier is not 0 (the bank's own requests pin ``normal``
+    pressure anyway, so the text it returns is never compressed).
     """
     weights = {purpose: dict(by_strategy) for purpose, by_strategy in scoring.weights.items()}
     weights[ASSOCIATIVE_PURPOSE][ASSOCIATIVE_STRATEGY] = COSINE_ONLY
