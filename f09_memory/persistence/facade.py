@@ -1,4 +1,4 @@
-"""The engine's persistence methods: ``save``, ``load``, ``open``, ``checkpoint``, ``close``.
+"""The engine's persistence methods: ``save``/``load``, ``dumps``/``loads``, ``open``, ``close``.
 
 :class:`PersistenceFacade` is a base of :class:`~f09_memory.engine.MemoryEngine` holding its
 persistence API; every method delegates to ``persistence.engine_io`` through the engine's
@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory.config.config import MemoryConfig
-from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.errors import InputInvalidError, MemoryEngineError, SnapshotInvalidError
 from f09_memory.persistence import engine_io, snapshot
 from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
 from f09_memory.persistence.journal import DurableHook
@@ -78,6 +78,48 @@ class PersistenceFacade:
                 file already at ``path`` is unchanged.
         """
         return engine_io.save(self._parts, path)
+
+    def dumps(self) -> bytes:
+        """The snapshot :meth:`save` writes, as bytes, without a file.
+
+        :meth:`loads` restores it (same ``state_hash()``, identical next retrievals). For
+        hosts that keep state in their own checkpoints (a component's ``get_state``).
+        Runtime complexity: O(total records), numpy-bound.
+
+        Returns:
+            The snapshot bytes (the file format of :meth:`save`).
+        """
+        return engine_io.snapshot_bytes(self._parts)
+
+    @classmethod
+    def loads(
+        cls,
+        data: bytes,
+        *,
+        token_counter: TokenCounter | None = None,
+        pressure_source: PressureSource | None = None,
+        embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
+        max_bytes: int = snapshot.DEFAULT_MAX_BYTES,
+        redaction_key: str | SecretStr | None = None,
+    ) -> Self:
+        """Rebuild an engine from bytes written by :meth:`dumps` (or a :meth:`save` file's).
+
+        The same checks and arguments as :meth:`load`: adapters and the redaction key are
+        passed again, the bytes are not trusted.
+
+        Raises:
+            SnapshotInvalidError: ``data`` is not bytes, or is too large, truncated,
+                corrupted, foreign, of another format version, or holds an inconsistent
+                state; nothing is half-loaded.
+            InputInvalidError: ``max_bytes`` is not a positive integer.
+            ConfigInvalidError: The snapshot's redaction key is missing or another was given.
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise SnapshotInvalidError("snapshot data must be bytes (from MemoryEngine.dumps())",
+                                       details={"field": "data"})
+        return cls._restore(snapshot.loads(bytes(data), max_bytes=max_bytes), "<bytes>",
+                            token_counter=token_counter, pressure_source=pressure_source,
+                            embedder=embedder, redaction_key=redaction_key)
 
     @classmethod
     def _restore(cls, snap: snapshot.Snapshot, path: str | os.PathLike[str], *,

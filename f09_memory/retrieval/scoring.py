@@ -104,13 +104,19 @@ def compute_scores(
     """
     weights = ctx.weights
     iw, rw, sw, pw = (float(x) for x in weights[:4])
-    imp = am.importance[slots]
-    flagged = am.flagged[slots]
-    if flagged.any():
-        imp = np.where(flagged, imp * ctx.boost, imp)
-    score = recency_scores(ctx.now, am.anchor[slots], ctx.half_life_ms)
-    score *= rw
-    score += iw * imp
+    # A zero-weight term adds exactly +0.0 (every term is finite and >= 0): skipping it gives
+    # the same bits, and cosine-only or recency-only tables skip the unused columns.
+    if rw:
+        score = recency_scores(ctx.now, am.anchor[slots], ctx.half_life_ms)
+        score *= rw
+    else:
+        score = np.zeros(slots.shape[0])
+    if iw:
+        imp = am.importance[slots]
+        flagged = am.flagged[slots]
+        if flagged.any():
+            imp = np.where(flagged, imp * ctx.boost, imp)
+        score += iw * imp
     if pw:
         score += pw * ctx.layer_weights[am.layer[slots]]
     if sw and semantic is not None:

@@ -113,3 +113,24 @@ def test_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(MemoryEngineError) as info:
         MemoryEngine.load(tmp_path / "nope.f09")
     assert ErrorCode.MEMORY_SNAPSHOT_INVALID == info.value.code
+
+
+def test_dumps_and_loads_round_trip_in_memory_like_a_file(tmp_path: Path) -> None:
+    engine = MemoryEngine(MemoryConfig(), seed=5, embedder=FakeEmbedder(16, "v1"))
+    run_village(engine, agents=3, ticks=15, seed=5)
+    blob = engine.dumps()
+    assert blob.startswith(MAGIC)
+    assert blob == (engine.save(tmp_path / "same.f09")).read_bytes()
+    loaded = MemoryEngine.loads(blob, embedder=FakeEmbedder(16, "v1"))
+    assert engine.state_hash() == loaded.state_hash()
+    for r in requests(3):
+        assert bundle_hash(engine.retrieve(r)) == bundle_hash(loaded.retrieve(r))
+    loaded._check()
+
+
+def test_loads_refuses_what_is_not_a_snapshot() -> None:
+    blob = MemoryEngine(MemoryConfig(), seed=0).dumps()
+    for bad in ("a string", b"not a snapshot", blob[: len(blob) // 2]):
+        with pytest.raises(MemoryEngineError) as err:
+            MemoryEngine.loads(bad)  # type: ignore[arg-type]
+        assert ErrorCode.MEMORY_SNAPSHOT_INVALID == err.value.code

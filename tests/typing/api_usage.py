@@ -131,3 +131,5 @@ reason: ExclusionReason | None = first.excluded
 counts: EngineStats = intro.stats()
 one: RecordView = intro.record_view(page.records[0].id, redact=True)
 version: int = intro.version + counts.version + len(changes.added) + len(why.bundle_ids)
+blob: bytes = loaded.dumps()
+from_bytes: MemoryEngine = MemoryEngine.loads(blob, redaction_key="a-random-key-of-16+-chars")
