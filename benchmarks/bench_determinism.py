@@ -2,7 +2,7 @@
 
 ``check_determinism`` of the village, 50 agents x 200 ticks, in 3 processes (PYTHONHASHSEED
 0, 1, 2; the last saves and loads its engine mid-run), every tick's state and bundle hashes
-compared. Goal: <= 10 s wall on this machine (2 cores); enforced at 30 s in short mode
+compared. Goal: <= 10 s wall on this machine (2 cores); enforced at 60 s in short mode
 (a loaded CI machine), the figure reported against the goal.
 """
 
@@ -23,4 +23,4 @@ def test_checking_the_village_across_three_processes(benchmark) -> None:
     wall = time.perf_counter() - t0
     assert report.ok, report.describe()
     record("determinism check: village 50 agents x 200 ticks x 3 processes", wall, "s",
-           spec=30.0 if SHORT else None, goal=10.0)
+           spec=60.0 if SHORT else None, goal=10.0)

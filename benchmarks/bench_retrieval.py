@@ -39,7 +39,8 @@ WORDS = [
 
 def engine_with(n: int, seed: int = 0) -> MemoryEngine:
     rng = np.random.default_rng(seed)
-    engine = MemoryEngine(MemoryConfig(episodic_max=n), seed=seed)
+    uncapped = {"semantic_max": None, "social_max": None, "procedural_max": None}
+    engine = MemoryEngine(MemoryConfig(episodic_max=n, retention_policy=uncapped), seed=seed)
     layers = ["episodic"] * 6 + ["semantic", "social", "procedural", "spatial"]
     items = []
     for i in range(n):
