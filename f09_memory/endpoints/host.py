@@ -187,6 +187,17 @@ class EngineHost:
             job.done.set()
         self._wake.set()
 
+    def wait_for_jobs(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s`` until a job is queued (for a paced owner loop).
+
+        Any thread may wait; the owner then calls :meth:`pump`. Returns at once when the
+        host is closed.
+
+        Returns:
+            Whether a job may be waiting (``True`` may be spurious; ``pump`` tells).
+        """
+        return self._wake.wait(timeout_s)
+
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
@@ -259,7 +270,7 @@ class EngineHost:
         _ = self.engine.now  # owner check before anything else
         try:
             while not stop.is_set():
-                if self._wake.wait(_IDLE_WAIT_S):
+                if self.wait_for_jobs(_IDLE_WAIT_S):
                     self.pump()
         finally:
             self.close()

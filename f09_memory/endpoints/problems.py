@@ -134,16 +134,25 @@ def problem_from_validation(errors: Sequence[Mapping[str, Any]],
         known: Declared parameter and field names (shown as they are).
 
     Returns:
-        A 422 :class:`Problem` with code ``MEMORY_INPUT_INVALID``.
+        A 422 :class:`Problem` with code ``MEMORY_INPUT_INVALID``, or the model's own code
+        when every problem is one a model raised (``maxTokens`` ->
+        ``MEMORY_TOKEN_BUDGET_UNDEFINED``).
     """
     names = frozenset(known) | {"query", "path", "body", "header", "cookie"}
     parts = []
+    codes: set[ErrorCode] = set()
     for err in list(errors)[:20]:
         loc = ".".join(_loc_part(p, names) for p in err.get("loc", ())) or "request"
         msg = str(err.get("msg", "invalid value"))
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, MemoryEngineError):  # a model's own check, already safe
+            msg = cause.message
+            codes.add(cause.code)
+        else:
+            codes.add(ErrorCode.MEMORY_INPUT_INVALID)
         if err.get("type") == "json_invalid":
             msg = "the body is not valid JSON"
-        parts.append(f"{loc}: {msg[:200]}")
+        parts.append(f"{loc}: {msg[:300]}")
+    code = codes.pop() if len(codes) == 1 else ErrorCode.MEMORY_INPUT_INVALID
     detail = "invalid request: " + "; ".join(parts) + " (fix these and send it again)"
-    return Problem(422, ErrorCode.MEMORY_INPUT_INVALID.value, detail,
-                   title="input invalid")
+    return Problem(422, code.value, detail, title="input invalid")
