@@ -54,6 +54,19 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
+from f09_memory.introspection import (
+    AgentStats,
+    CandidateExplanation,
+    EngineStats,
+    Explanation,
+    FieldChange,
+    Introspector,
+    MemoryDiff,
+    MemorySnapshot,
+    RecordChange,
+    RecordView,
+    ScoreTerm,
+)
 from f09_memory.maintenance import TickBacklog
 from f09_memory.perception import EngineEvent
 from f09_memory.procedural import Procedure
@@ -84,6 +97,8 @@ from f09_memory.summarization.outcome import SummaryOutcome
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentStats",
+    "CandidateExplanation",
     "CapacityExceededError",
     "Claim",
     "ClaimOutcome",
@@ -96,18 +111,24 @@ __all__ = [
     "EmbeddingUnavailableError",
     "EngineBus",
     "EngineEvent",
+    "EngineStats",
     "ErrorCode",
     "EventLog",
     "EventRule",
+    "Explanation",
+    "FieldChange",
     "IngestedRecords",
     "InputInvalidError",
     "Interaction",
+    "Introspector",
     "LLMClient",
     "MemoryConfig",
+    "MemoryDiff",
     "MemoryEngine",
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "MemorySnapshot",
     "Nearby",
     "NearbyRecords",
     "Opinion",
@@ -118,8 +139,10 @@ __all__ = [
     "PressureState",
     "Procedure",
     "Purpose",
+    "RecordChange",
     "RecordMetadata",
     "RecordNotFoundError",
+    "RecordView",
     "RedactionPatternInvalidError",
     "RetentionPolicy",
     "RetentionViolationError",
@@ -127,6 +150,7 @@ __all__ = [
     "RetrievalEmptyError",
     "RetrievalRequest",
     "RetrievedBundle",
+    "ScoreTerm",
     "ScoreWeights",
     "SnapshotInvalidError",
     "SocialChanged",

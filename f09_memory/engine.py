@@ -48,6 +48,7 @@ from f09_memory.ingestion.typed_extraction import (
     parse_typed_memories,
     typed_memory_items,
 )
+from f09_memory.introspection.service import Introspector
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.perception.service import Perception
@@ -166,6 +167,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         self._perception = Perception(self._state, self._writer, self._social, self._spatial)
         self._retrieval = RetrievalService(self._state, self._retriever, self._semantic,
                                            self._ingestor.redactor, self._spatial.proximity)
+        self._introspection = Introspector(self._state, self._retrieval, self._retriever,
+                                           self.summarization.summarizer, self._owner)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -210,6 +213,15 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
     def redactor_counts(self) -> dict[str, int]:
         """Matches replaced so far, by pattern label (redaction diagnostics)."""
         return dict(self._ingestor.redactor.counts)
+
+    @property
+    def introspection(self) -> Introspector:
+        """Pure reads for operators: ``snapshot``, ``diff``, ``explain``, ``stats``.
+
+        See :class:`~f09_memory.introspection.Introspector`: no state change, no event, the
+        same ``state_hash``; text redacted on the way out unless ``redact=False``.
+        """
+        return self._introspection
 
     def agents(self) -> list[str]:
         """Ids of agents that have stored memories, sorted."""

@@ -5,17 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from f09_memory import (
+    CandidateExplanation,
     EmbeddingProvider,
+    EngineStats,
     ErrorCode,
+    Explanation,
     Interaction,
+    Introspector,
     MemoryConfig,
+    MemoryDiff,
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    MemorySnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
     Procedure,
+    RecordView,
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
@@ -24,6 +31,7 @@ from f09_memory import (
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
+from f09_memory.introspection import ExclusionReason
 
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
 rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
@@ -83,3 +91,14 @@ keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
     "a-random-key-of-16+-chars")
 loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
+
+intro: Introspector = engine.introspection
+page: MemorySnapshot = intro.snapshot("npc-1", layer="episodic", limit=50, offset=0)
+changes: MemoryDiff = intro.diff(page.version, "npc-1", redact=False)
+why: Explanation = intro.explain({"agentId": "npc-1", "purpose": "dialog", "maxTokens": 400},
+                                 now=3_000)
+first: CandidateExplanation = why.candidates[0]
+reason: ExclusionReason | None = first.excluded
+counts: EngineStats = intro.stats()
+one: RecordView = intro.record_view(page.records[0].id, redact=True)
+version: int = intro.version + counts.version + len(changes.added) + len(why.bundle_ids)
