@@ -68,6 +68,14 @@ from f09_memory.introspection import (
     ScoreTerm,
 )
 from f09_memory.maintenance import TickBacklog
+from f09_memory.observability import (
+    AgentMetrics,
+    MetricsCollector,
+    MetricsSnapshot,
+    TickPoint,
+    attach_log_tags,
+    render_prometheus,
+)
 from f09_memory.perception import EngineEvent
 from f09_memory.procedural import Procedure
 from f09_memory.protocols import (
@@ -97,6 +105,7 @@ from f09_memory.summarization.outcome import SummaryOutcome
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentMetrics",
     "AgentStats",
     "CandidateExplanation",
     "CapacityExceededError",
@@ -129,6 +138,8 @@ __all__ = [
     "MemoryLayer",
     "MemoryRecord",
     "MemorySnapshot",
+    "MetricsCollector",
+    "MetricsSnapshot",
     "Nearby",
     "NearbyRecords",
     "Opinion",
@@ -163,11 +174,14 @@ __all__ = [
     "TaskStatus",
     "TickBacklog",
     "TickCosts",
+    "TickPoint",
     "TickReport",
     "TokenBudgetUndefinedError",
     "TokenCounter",
     "TypedExtractionPrompt",
     "TypedExtractionResult",
     "VectorIndex",
+    "attach_log_tags",
     "bundle_hash",
+    "render_prometheus",
 ]

@@ -30,6 +30,9 @@ PUBLIC = {
     # introspection (index 17)
     "AgentStats", "CandidateExplanation", "EngineStats", "Explanation", "FieldChange",
     "Introspector", "MemoryDiff", "MemorySnapshot", "RecordChange", "RecordView", "ScoreTerm",
+    # observability (index 20)
+    "AgentMetrics", "MetricsCollector", "MetricsSnapshot", "TickPoint", "attach_log_tags",
+    "render_prometheus",
 }
 
 

@@ -498,12 +498,14 @@ class Retriever:
                                   job.term.similarities is not None, job.near is not None)[1]
         candidates = job.candidates
         budget = job.budget
+        elapsed_ms = (time.perf_counter() - job.t0) * 1000.0
+        compressed = profile.compress and bool(records)
         diagnostics = trusted(RetrievalDiagnostics, {
             "candidate_count": candidates,
             "filtered_count": (am.live if am is not None else 0) - candidates,
             "scoring_breakdown": list(parts),
-            "time_ms": (time.perf_counter() - job.t0) * 1000.0,
-            "compression_applied": profile.compress and bool(records),
+            "time_ms": elapsed_ms,
+            "compression_applied": compressed,
             "pressure_state": pressure,
             "budget": 0 if budget == NO_BUDGET else budget,
             "semantic_fallback": job.term.fallback,
@@ -522,7 +524,8 @@ class Retriever:
             self.bus.emit(RetrievalPerformed(
                 agent_id=request.agent_id, purpose=request.purpose.value,
                 candidate_count=candidates, used=len(records), truncated=truncated,
-                pressure_state=pressure.value))
+                pressure_state=pressure.value, compression_applied=compressed,
+                time_ms=elapsed_ms))
         return bundle
 
     def _compress(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 
 from f09_memory import (
+    AgentMetrics,
     CandidateExplanation,
     EmbeddingProvider,
     EngineStats,
@@ -18,6 +20,8 @@ from f09_memory import (
     MemoryEngineError,
     MemoryRecord,
     MemorySnapshot,
+    MetricsCollector,
+    MetricsSnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
@@ -26,8 +30,11 @@ from f09_memory import (
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
+    TickPoint,
     TickReport,
+    attach_log_tags,
     bundle_hash,
+    render_prometheus,
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
@@ -102,3 +109,13 @@ reason: ExclusionReason | None = first.excluded
 counts: EngineStats = intro.stats()
 one: RecordView = intro.record_view(page.records[0].id, redact=True)
 version: int = intro.version + counts.version + len(changes.added) + len(why.bundle_ids)
+metrics = MetricsCollector(engine, reservoir_size=256, seed=1, history=100)
+snap: MetricsSnapshot = metrics.snapshot()
+agg: AgentMetrics = snap.aggregate
+slowest: float = max(m.p95_retrieval_ms for m in snap.agents.values())
+points: list[TickPoint] = metrics.series()
+detach: Callable[[], None] = attach_log_tags(engine, level=logging.DEBUG)
+body, content_type = render_prometheus(metrics)
+exposition: bytes = render_prometheus(snap)[0] + body
+by_layer: dict[str, dict[str, int]] = engine.layer_counts()
+metrics.close()
