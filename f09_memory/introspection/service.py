@@ -8,10 +8,12 @@ captures (``captures.CaptureRing``: the last 16 versions) and caches of derived 
 built records). Like the rest of the facade, it belongs to the engine's owner thread.
 
 Redaction: with ``redact=True`` (the default) every text that leaves (content, tags,
-source events, field changes, candidates' contents) passes through a redactor that is ON
-whatever the engine's ``redaction_mode``, so a viewer in redaction mode never receives a
-raw private value even from an engine that stores raw text; ``redact=False`` returns text
-as stored.
+source events, field changes, candidates' contents) is redacted whatever the engine's
+``redaction_mode``, so a viewer in redaction mode never receives a raw private value even
+from an engine that stores raw text (``redaction_mode=False``: a redactor with the
+engine's patterns and key runs on the way out). With ``redaction_mode`` ON the store holds
+only text that redactor already redacted at ingest, so it is not run twice.
+``redact=False`` returns text as stored.
 """
 
 from __future__ import annotations
@@ -89,14 +91,18 @@ class Introspector:
         self._quantum = config.score_quantum
         self._half_life = config.decay_half_life_ms
         self._agent_id_max = config.max_agent_id_chars
-        self._outgoing = Redactor.from_config(config, enabled=True)
+        # text stored in redaction mode ON was redacted at ingest by these very patterns and
+        # key: it leaves as it is; an engine storing raw text is redacted on the way out
+        self._outgoing = (None if config.redaction_mode
+                          else Redactor.from_config(config, enabled=True))
         # the ingest redactor's patterns, key and mode, with counts of its own
         self._filters = Redactor.from_config(config)
         self._ring = CaptureRing()
 
     # ------------------------------------------------------------------ helpers
     def _redact(self, redact: object) -> RedactMany | None:
-        return self._outgoing.redact_lines if _bool(redact, "redact") else None
+        wanted = _bool(redact, "redact")  # checked whatever the mode
+        return self._outgoing.redact_lines if wanted and self._outgoing is not None else None
 
     def _agent_id(self, agent_id: object) -> str | None:
         return None if agent_id is None else validate_agent_id(agent_id, self._agent_id_max)

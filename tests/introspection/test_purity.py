@@ -132,6 +132,22 @@ def test_redacted_output_never_holds_the_raw_secret() -> None:
         r.id for r in engine.retrieve(request, now=20).records]
 
 
+def test_text_stored_redacted_leaves_as_stored_without_a_second_pass() -> None:
+    """Redaction mode ON: the store holds only redacted text; redact=True changes nothing."""
+    mail, number = "mara.k7@leak.example.org", card()
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), seed=0)  # redaction mode ON
+    engine.ingest("npc", f"write to {mail}, card {number}", tags=["debt", mail],
+                  source_event=f"letter from {mail}", now=10)
+    intro = engine.introspection
+    request = {"agentId": "npc", "purpose": "dialog", "maxTokens": 400}
+    for method in (lambda r: intro.snapshot("npc", redact=r),
+                   lambda r: intro.explain(request, now=20, redact=r)):
+        shown, stored = (method(r).model_dump_json(by_alias=True) for r in (True, False))
+        assert not any(n in stored for n in (mail, number, number.replace(" ", "")))
+        assert "<REDACT:sha256-" in stored
+        assert (json.loads(shown) | {"version": 0}) == (json.loads(stored) | {"version": 0})
+
+
 def test_an_explanation_keeps_the_state_of_its_call_and_builds_on_any_thread() -> None:
     engine = MemoryEngine(MemoryConfig(), embedder=None)
     load(engine, 0)
