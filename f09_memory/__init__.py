@@ -54,7 +54,28 @@ from f09_memory.errors import (
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.ingestion.typed_extraction import TypedExtractionPrompt, TypedExtractionResult
+from f09_memory.introspection import (
+    AgentStats,
+    CandidateExplanation,
+    EngineStats,
+    Explanation,
+    FieldChange,
+    Introspector,
+    MemoryDiff,
+    MemorySnapshot,
+    RecordChange,
+    RecordView,
+    ScoreTerm,
+)
 from f09_memory.maintenance import TickBacklog
+from f09_memory.observability import (
+    AgentMetrics,
+    MetricsCollector,
+    MetricsSnapshot,
+    TickPoint,
+    attach_log_tags,
+    render_prometheus,
+)
 from f09_memory.perception import EngineEvent
 from f09_memory.procedural import Procedure
 from f09_memory.protocols import (
@@ -84,6 +105,9 @@ from f09_memory.summarization.outcome import SummaryOutcome
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentMetrics",
+    "AgentStats",
+    "CandidateExplanation",
     "CapacityExceededError",
     "Claim",
     "ClaimOutcome",
@@ -96,18 +120,26 @@ __all__ = [
     "EmbeddingUnavailableError",
     "EngineBus",
     "EngineEvent",
+    "EngineStats",
     "ErrorCode",
     "EventLog",
     "EventRule",
+    "Explanation",
+    "FieldChange",
     "IngestedRecords",
     "InputInvalidError",
     "Interaction",
+    "Introspector",
     "LLMClient",
     "MemoryConfig",
+    "MemoryDiff",
     "MemoryEngine",
     "MemoryEngineError",
     "MemoryLayer",
     "MemoryRecord",
+    "MemorySnapshot",
+    "MetricsCollector",
+    "MetricsSnapshot",
     "Nearby",
     "NearbyRecords",
     "Opinion",
@@ -118,8 +150,10 @@ __all__ = [
     "PressureState",
     "Procedure",
     "Purpose",
+    "RecordChange",
     "RecordMetadata",
     "RecordNotFoundError",
+    "RecordView",
     "RedactionPatternInvalidError",
     "RetentionPolicy",
     "RetentionViolationError",
@@ -127,6 +161,7 @@ __all__ = [
     "RetrievalEmptyError",
     "RetrievalRequest",
     "RetrievedBundle",
+    "ScoreTerm",
     "ScoreWeights",
     "SnapshotInvalidError",
     "SocialChanged",
@@ -139,11 +174,14 @@ __all__ = [
     "TaskStatus",
     "TickBacklog",
     "TickCosts",
+    "TickPoint",
     "TickReport",
     "TokenBudgetUndefinedError",
     "TokenCounter",
     "TypedExtractionPrompt",
     "TypedExtractionResult",
     "VectorIndex",
+    "attach_log_tags",
     "bundle_hash",
+    "render_prometheus",
 ]

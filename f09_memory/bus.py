@@ -11,14 +11,18 @@ Events (spec section 10, plus ``memory:pressure:changed`` and ``memory:embedding
     memory:summarization:timeout   {taskId, agentId, timeoutMs}
     memory:summarization:late      {taskId}
     memory:retrieval               {agentId, purpose, candidateCount, used, truncated,
-                                    pressureState}
+                                    pressureState, compressionApplied, timeMs}
     memory:compaction              {agentId, removed, remaining}
     memory:decay:applied           {agentId, affected}
     memory:pressure:changed        {previous, current}
     memory:embedding:failed        {agentId, recordIds, reason}
     memory:tick:behind             {ticks, agentsDue, overSoftCaps, pendingSummaries,
                                     embeddingRetries, indexWork}
+    memory:tick                    {now, tickMs, usedUnits, records}
     memory:social:changed          {agentId, otherAgentId, change, trust, recordId}
+
+``timeMs`` and ``tickMs`` are wall-clock durations (a perf counter) for metrics: no hash
+includes an event, and the two vary from run to run. Every other field is deterministic.
 
 A pattern is an event name, a prefix ending in ``:*`` (``memory:summarization:*``) or
 ``*``; one that matches no declared event raises. Every event is emitted after the state
@@ -63,6 +67,7 @@ __all__ = [
     "SummarizationQueued",
     "SummarizationTimedOut",
     "TickBehind",
+    "TickCompleted",
 ]
 
 logger = logging.getLogger("f09_memory")
@@ -192,6 +197,22 @@ class TickBehind(_Payload):
 
 
 @dataclass(frozen=True, slots=True)
+class TickCompleted(_Payload):
+    """A ``tick`` finished (``memory:tick``), after the events of its work.
+
+    ``tick_ms`` is the tick's wall time in ms (a perf counter: metrics only, never hashed);
+    ``used_units`` the work units it spent; ``records`` the live records of every agent
+    after it.
+    """
+
+    name: ClassVar[str] = "memory:tick"
+    now: int
+    tick_ms: float
+    used_units: int
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
 class RetrievalPerformed(_Payload):
     """A bundle was built (``memory:retrieval``)."""
 
@@ -202,6 +223,9 @@ class RetrievalPerformed(_Payload):
     used: int
     truncated: bool
     pressure_state: str
+    compression_applied: bool = False
+    time_ms: float = 0.0
+    """Wall time of the retrieval in ms (the bundle's ``diagnostics.time_ms``; never hashed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +287,7 @@ Event = (
     RecordCreated | RecordExpired | RecordUpdated | RecordRedacted | SummarizationQueued
     | SummarizationCompleted | SummarizationFailed | SummarizationTimedOut | SummarizationLate
     | RetrievalPerformed | MemoryCompaction | DecayApplied | PressureChanged | EmbeddingFailed
-    | TickBehind | SocialChanged
+    | TickBehind | TickCompleted | SocialChanged
 )
 Handler = Callable[[Any], None]
 
@@ -272,7 +296,7 @@ _PAYLOADS: tuple[type[_Payload], ...] = (
     SummarizationCompleted,
     SummarizationFailed, SummarizationTimedOut, SummarizationLate, RetrievalPerformed,
     MemoryCompaction, DecayApplied, PressureChanged, EmbeddingFailed, TickBehind,
-    SocialChanged,
+    TickCompleted, SocialChanged,
 )
 EVENT_NAMES: tuple[str, ...] = tuple(p.name for p in _PAYLOADS)
 

@@ -12,12 +12,17 @@ JSON object; ``--plain`` prints one ``key=value`` line per metric (``records.<la
 
 ``f09-memory calibrate-embedder [--embedder hashing|sentence-transformers]`` measures an
 embedder's cost per text on this machine and prints the ``tick_costs`` setting for it.
+
+``f09-memory serve (--demo | --db PATH) [--host 127.0.0.1] [--port 8765]`` serves the Memory
+Viewer and its HTTP API (``f09_memory.endpoints``; the ``[server]`` extra) for the demo
+village or a durable store; see ``f09_memory.endpoints.serve``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -64,6 +69,42 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65_535:
+        raise argparse.ArgumentTypeError(f"must be a port number in 1..65535, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    srv = sub.add_parser("serve", allow_abbrev=False,
+                         help="serve the Memory Viewer and its HTTP API (the [server] extra)")
+    source = srv.add_mutually_exclusive_group(required=True)
+    source.add_argument("--demo", action="store_true",
+                        help="run the seeded village simulation live in the background")
+    source.add_argument("--db", default=None, metavar="PATH",
+                        help="serve an existing durable store (MemoryEngine.open)")
+    srv.add_argument("--host", default=None,
+                     help="address to bind (127.0.0.1; any other prints a warning)")
+    srv.add_argument("--port", type=_port, default=None, help="port to listen on (8765)")
+    srv.add_argument("--token-env", default="MEMORY_SERVER_TOKEN", metavar="NAME",
+                     help="environment variable holding the bearer token of the redaction "
+                          "toggle (MEMORY_SERVER_TOKEN); unset: the toggle is refused")
+    srv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                     help="another host name the server answers to (repeatable; '*': any)")
+    srv.add_argument("--agents", type=_positive, default=12, help="demo villagers (12)")
+    srv.add_argument("--seed", type=int, default=42, help="demo seed (42)")
+    srv.add_argument("--tick-interval-ms", type=_non_negative, default=200,
+                     help="demo: wall-clock milliseconds per tick (200)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``f09-memory``."""
     parser = argparse.ArgumentParser(prog="f09-memory", description=__doc__.splitlines()[0])
@@ -99,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--batch-size", type=_positive, default=64, help="texts per call (64)")
     cal.add_argument("--work-units-per-ms", type=_positive, default=200_000,
                      help="the engine's work_units_per_ms (200000)")
+    _add_serve(sub)
     return parser
 
 
@@ -219,6 +261,39 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from f09_memory.endpoints import app as endpoints_app
+
+    if not endpoints_app.server_available():
+        print(f"f09-memory: serve needs FastAPI and uvicorn: {endpoints_app.INSTALL_HINT}",
+              file=sys.stderr)
+        return 2
+    from f09_memory.endpoints import serve as endpoints_serve
+    from f09_memory.endpoints.settings import ServerSettings
+
+    base = ServerSettings()
+    bind = base.host if args.host is None else args.host
+    port = base.port if args.port is None else args.port
+    if args.db is not None and not os.path.isfile(args.db):
+        print(f"f09-memory: no database file at {args.db} (make one with "
+              "f09-memory simulate --db PATH)", file=sys.stderr)
+        return 2
+    token = os.environ.get(args.token_env)
+    settings = ServerSettings(token=token, host=bind, port=port,
+                              allowed_hosts=endpoints_serve.allowed_hosts_for(
+                                  bind, args.allow_host))
+    if not endpoints_serve.is_loopback(bind):
+        print(f"f09-memory: warning: --host {bind} is not a loopback address: anyone who "
+              "can reach this machine on that address can read the engine's memory "
+              "(redacted unless the token holder turns redaction off)", file=sys.stderr)
+    if not settings.token_configured:
+        print(f"f09-memory: no token in {args.token_env}: the redaction toggle is refused "
+              "(responses stay redacted)", file=sys.stderr)
+    return endpoints_serve.serve(bind=bind, port=port, db=args.db, demo=args.demo,
+                                 settings=settings, agents=args.agents, seed=args.seed,
+                                 interval_s=args.tick_interval_ms / 1000.0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``f09-memory`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -227,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command == "calibrate-embedder":
             return _calibrate(args)
+        if args.command == "serve":
+            return _serve(args)
     except MemoryEngineError as exc:
         print(f"f09-memory: {exc}", file=sys.stderr)
         return 2

@@ -48,6 +48,7 @@ from f09_memory.ingestion.typed_extraction import (
     parse_typed_memories,
     typed_memory_items,
 )
+from f09_memory.introspection.service import Introspector
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.perception.service import Perception
@@ -166,6 +167,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         self._perception = Perception(self._state, self._writer, self._social, self._spatial)
         self._retrieval = RetrievalService(self._state, self._retriever, self._semantic,
                                            self._ingestor.redactor, self._spatial.proximity)
+        self._introspection = Introspector(self._state, self._retrieval, self._retriever,
+                                           self.summarization.summarizer, self._owner)
         self._fingerprint = config_fingerprint(config)
         self._parts = engine_io.EngineParts(self._state, self.summarization.summarizer,
                                             self._semantic, self._clear_caches)
@@ -211,6 +214,15 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         """Matches replaced so far, by pattern label (redaction diagnostics)."""
         return dict(self._ingestor.redactor.counts)
 
+    @property
+    def introspection(self) -> Introspector:
+        """Pure reads for operators: ``snapshot``, ``diff``, ``explain``, ``stats``.
+
+        See :class:`~f09_memory.introspection.Introspector`: no state change, no event, the
+        same ``state_hash``; text redacted on the way out unless ``redact=False``.
+        """
+        return self._introspection
+
     def agents(self) -> list[str]:
         """Ids of agents that have stored memories, sorted."""
         return self._state.store.agent_ids()
@@ -223,6 +235,16 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         if code is None:
             return sum(am.live for am in ams)
         return sum(int(am.layer_counts[code]) for am in ams)
+
+    def layer_counts(self) -> dict[str, dict[str, int]]:
+        """Live records of every agent by layer, ``{agent: {layer: n}}``, agents in id order.
+
+        One read of the per-agent counters :meth:`count` sums (every layer, zeros included):
+        O(agents), about 1 us per agent, for metrics that poll a crowd.
+        """
+        names = [layer.value for layer in MemoryLayer]
+        return {am.agent_id: dict(zip(names, am.layer_counts.tolist(), strict=True))
+                for am in self._state.store}
 
     def get(self, record_id: str) -> MemoryRecord:
         """Return the live record ``record_id``. O(1).

@@ -123,3 +123,43 @@ def test_event_log_filters_and_stops_recording() -> None:
     bus.emit(created(1))
     assert ["memory:record:created", "memory:record:expired"] == log.names()
     assert 1 == len(log.of("memory:record:expired"))
+
+
+def test_tick_event_reports_the_tick_after_its_work() -> None:
+    engine = MemoryEngine(MemoryConfig(retention_policy={"semantic_max": 5,
+                                                         "protected_min": 1},
+                                       hard_cap_slack=1.0), embedder=None)
+    engine.ingest_many("a", [{"content": f"fact {i}", "layer": "semantic"} for i in range(9)],
+                       now=0)
+    with EventLog(engine.bus).recording() as log:
+        report = engine.tick(10)
+    assert "memory:tick" == log.names()[-1]  # after the tick's own events
+    (tick,) = log.of("memory:tick")
+    payload = tick.to_dict()
+    assert payload.pop("tickMs") > 0  # wall time: metrics only, never hashed
+    assert {"now": 10, "usedUnits": report.used_units, "records": engine.count()} == payload
+    assert 4 == report.pruned and 5 == payload["records"]
+
+
+def test_tick_and_retrieval_payloads_are_not_built_when_nobody_listens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from f09_memory import RetrievalRequest
+    from f09_memory.maintenance import tick as tick_module
+    from f09_memory.retrieval import orchestrator
+
+    def refuse(**_: object) -> None:
+        raise AssertionError("payload built with no subscriber")
+
+    monkeypatch.setattr(tick_module, "TickCompleted", type(
+        "Refused", (), {"name": "memory:tick", "__new__": lambda cls, **kw: refuse(**kw)}))
+    monkeypatch.setattr(orchestrator, "RetrievalPerformed", type(
+        "Refused", (), {"name": "memory:retrieval", "__new__": lambda cls, **kw: refuse(**kw)}))
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    engine.ingest("a", "hello there", now=1)
+    engine.tick(2)
+    engine.retrieve(RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=50), now=2)
+    engine.retrieve_many([RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=50)],
+                         now=2)
+    with EventLog(engine.bus, "memory:tick").recording(), pytest.raises(AssertionError):
+        engine.tick(3)  # the check above is not vacuous

@@ -27,6 +27,12 @@ PUBLIC = {
     "Interaction", "Opinion", "SocialChanged",
     # the spatial layer (index 16)
     "Nearby", "NearbyRecords", "PhysicsEvent",
+    # introspection (index 17)
+    "AgentStats", "CandidateExplanation", "EngineStats", "Explanation", "FieldChange",
+    "Introspector", "MemoryDiff", "MemorySnapshot", "RecordChange", "RecordView", "ScoreTerm",
+    # observability (index 20)
+    "AgentMetrics", "MetricsCollector", "MetricsSnapshot", "TickPoint", "attach_log_tags",
+    "render_prometheus",
 }
 
 

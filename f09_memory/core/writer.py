@@ -57,7 +57,12 @@ logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
 _CREATED, _EXPIRED, _REDACTED = RecordCreated.name, RecordExpired.name, RecordRedacted.name
 _TAGS = {"memory:record:created": "[MEM][CREATE]", "memory:record:redacted": "[MEM][REDACT]",
-         "memory:record:expired": "[MEM][EXPIRE]"}
+         "memory:record:expired": "[MEM][EXPIRE]", "memory:compaction": "[MEM][COMPACT]",
+         "memory:embedding:failed": "[MEM][ERROR]", **dict.fromkeys(
+             [f"memory:summarization:{s}" for s in ("queued", "completed", "failed", "timeout",
+                                                    "late")], "[MEM][SUMMARY]")}
+# Their ``reason`` is outside text (the host's, an adapter's exception): never logged.
+_FREE_TEXT_REASON = frozenset({"memory:summarization:failed", "memory:embedding:failed"})
 
 
 def reinforced(importance: float, step: float) -> float:
@@ -105,12 +110,15 @@ class Writer:
 
     # ------------------------------------------------------------------ events
     def publish(self, events: list[Any]) -> None:
-        """Emit queued events in order (and log them at DEBUG with the spec's tags)."""
+        """Emit queued events in order (logged at DEBUG with the spec's tags, no free text)."""
         bus = self.bus
         debug = logger.isEnabledFor(logging.DEBUG)
         for ev in events:
             if debug:
-                logger.debug("%s %s %s", _TAGS.get(ev.name, "[MEM]"), ev.name, ev.to_dict())
+                payload = ev.to_dict()
+                if ev.name in _FREE_TEXT_REASON:
+                    payload.pop("reason", None)
+                logger.debug("%s %s %s", _TAGS.get(ev.name, "[MEM]"), ev.name, payload)
             if bus.wants(ev.name):
                 bus.emit(ev)
 

@@ -28,11 +28,13 @@ sources is three items: its selection, about 0.32 ms; making it, 0.25 ms; applyi
 with its agent's visit, 0.25 ms), so a tick overshoots by well under 1 ms. What does
 not fit stays for the next tick and shows in the report's backlog; when the backlog grows
 ``tick_behind_after`` ticks in a row the report says ``behind`` and ``memory:tick:behind``
-is emitted.
+is emitted. Last, ``memory:tick`` reports the tick's wall time (a perf counter, for
+metrics only) and the live records after it; it is built only when someone listens.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -47,6 +49,7 @@ from f09_memory.bus import (
     PressureChanged,
     RecordExpired,
     TickBehind,
+    TickCompleted,
 )
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
@@ -227,6 +230,7 @@ class Maintenance:
 
     def run(self, now: int, budget: WorkBudget) -> TickReport:
         """One tick at ``now`` (already validated and not before the clock)."""
+        t0 = time.perf_counter()
         state = self._state
         costs = self._costs
         state.clock = now
@@ -295,6 +299,10 @@ class Maintenance:
         )
         behind = self._watch(backlog, events)
         self._writer.publish(events)
+        if self._writer.wants(TickCompleted.name):
+            self._writer.publish([TickCompleted(
+                now=now, tick_ms=(time.perf_counter() - t0) * 1000.0, used_units=budget.used,
+                records=state.store.total_live())])
         return TickReport(
             now=now,
             budget_units=budget.total,

@@ -1,7 +1,10 @@
 """Retrieval (index 8): candidates -> hybrid score -> stable order -> packing -> bundle.
 
-Modules: ``scoring`` (compute_scores, effective_weights, quantize), ``orchestrator``
-(Retriever, SemanticTerm), ``completion`` (the exact completion of a preselection).
+Modules: ``filters`` (candidate masks, exclusion reasons), ``scoring`` (compute_scores,
+score_terms, effective_weights, quantize), ``ranking`` (stable order and packing),
+``orchestrator`` (Retriever), ``job`` (SemanticTerm, RetrievalTrace: a retrieval's
+intermediate arrays for explanations), ``completion`` (the exact completion of a
+preselection), ``service`` (the engine's front door).
 """
 
 from f09_memory.retrieval.orchestrator import Retriever, SemanticScorer, SemanticTerm

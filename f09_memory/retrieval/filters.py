@@ -4,6 +4,10 @@ The base mask is the spec's candidate filter (live, TTL not passed, a layer the 
 reads, an allowed status); the request's own filters (layers, tags, time range, attribute
 equality) narrow it further. Everything is numpy over the agent's columns except the
 attribute filter, which visits only the records that carry attributes (a sparse map).
+
+:func:`candidate_mask` is the one-agent retrieval's mask; :func:`exclusion_reasons` says,
+from the same tests, why each live record that is not a candidate was left out (for
+``introspection.explain``).
 """
 
 from __future__ import annotations
@@ -19,10 +23,23 @@ from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import CLAIM_STATUSES
 
-__all__ = ["ACTIVE_ONLY", "redact_filters", "request_filter_mask", "status_table"]
+__all__ = [
+    "ACTIVE_ONLY",
+    "ALL_LAYERS",
+    "EXCLUSION_REASONS",
+    "candidate_mask",
+    "exclusion_reasons",
+    "redact_filters",
+    "request_filter_mask",
+    "status_table",
+]
 
 ACTIVE_ONLY = np.array([True, False, False])
 """Allowed statuses by code when a request names none: active only."""
+ALL_LAYERS = np.ones(len(LAYERS_BY_CODE), dtype=np.bool_)
+"""The layer policy of a request that names its own ``layers`` (they filter instead)."""
+EXCLUSION_REASONS = ("", "layer_policy", "status", "ttl", "filter")
+"""Reason by code of :func:`exclusion_reasons` (0: a candidate)."""
 
 
 def status_table(request: RetrievalRequest) -> NDArray[np.bool_]:
@@ -30,6 +47,55 @@ def status_table(request: RetrievalRequest) -> NDArray[np.bool_]:
     if request.statuses is None:
         return ACTIVE_ONLY
     return np.array([name in request.statuses for name in CLAIM_STATUSES])
+
+
+def candidate_mask(am: AgentMemory, request: RetrievalRequest, now: int,
+                   policy: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """The candidates of ``request`` among ``am``'s slots ``[0, hi)``.
+
+    Live, TTL deadline after ``now``, a layer ``policy`` allows (per layer code: the
+    purpose's layer policy, or :data:`ALL_LAYERS` when the request names ``layers``), an
+    allowed status, and the request's own filters.
+
+    Runtime complexity: O(hi) numpy (plus the attribute filter's sparse visit).
+    """
+    hi = am.hi
+    mask = am.alive[:hi] & (am.deadline[:hi] > now)
+    mask &= policy[am.layer[:hi]]
+    mask &= status_table(request)[am.status[:hi]]
+    if request.has_filters():
+        mask &= request_filter_mask(am, request)
+    return mask
+
+
+def exclusion_reasons(am: AgentMemory, request: RetrievalRequest, now: int,
+                      policy: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.int8]]:
+    """Why each live record of ``am`` that is not a candidate was left out.
+
+    The tests of :func:`candidate_mask`, each on its own; a record failing several gets the
+    first in this order: ``layer_policy`` (code 1), ``status`` (2), ``ttl`` (3: its deadline
+    is at or before ``now``, not yet swept), ``filter`` (4: the request's own filters,
+    ``layers`` included).
+
+    Returns:
+        ``(slots, codes)``: the live non-candidate slots, ascending, and each one's reason
+        code (an index into :data:`EXCLUSION_REASONS`).
+    """
+    hi = am.hi
+    live = np.flatnonzero(am.alive[:hi])
+    codes = np.zeros(live.shape[0], dtype=np.int8)
+    filtered = (request_filter_mask(am, request)[live] if request.has_filters()
+                else np.ones(live.shape[0], dtype=np.bool_))
+    checks = (
+        (policy[am.layer[live]], 1),
+        (status_table(request)[am.status[live]], 2),
+        (am.deadline[live] > now, 3),
+        (filtered, 4),
+    )
+    for passed, code in reversed(checks):  # the first failing test wins
+        codes[~passed] = code
+    out = codes != 0
+    return live[out], codes[out]
 
 
 def request_filter_mask(am: AgentMemory, request: RetrievalRequest) -> NDArray[np.bool_]:

@@ -18,13 +18,15 @@ agents' columns are concatenated once, the candidate mask and the scores are com
 all of them with per-row weights, and the packable prefixes of all agents are cut, sorted
 and packed row-wise (``ranking.rank_and_pack_many``); only building the records and the
 bundle is per agent. Its bundles are identical to ``retrieve``'s, one by one.
+
+``retrieve(..., trace=RetrievalTrace())`` keeps the intermediate arrays of steps 1-4 (see
+``retrieval.job``) and emits nothing: ``introspection.explain`` is built on them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +45,21 @@ from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
-from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, status_table
+from f09_memory.retrieval.filters import (
+    ACTIVE_ONLY,
+    ALL_LAYERS,
+    candidate_mask,
+    request_filter_mask,
+    status_table,
+)
+from f09_memory.retrieval.job import (
+    Job,
+    ProximityScorer,
+    RecordsBuilder,
+    RetrievalTrace,
+    SemanticScorer,
+    SemanticTerm,
+)
 from f09_memory.retrieval.ranking import NO_LIMIT, rank_and_pack, rank_and_pack_many
 from f09_memory.retrieval.scoring import (
     PROXIMITY_KEY,
@@ -68,6 +84,7 @@ __all__ = [
     "NO_BUDGET",
     "ProximityScorer",
     "RecordsBuilder",
+    "RetrievalTrace",
     "Retriever",
     "SemanticScorer",
     "SemanticTerm",
@@ -75,78 +92,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SemanticTerm:
-    """Similarities for the candidates, or the reason the semantic term is unavailable."""
-
-    similarities: NDArray[np.float64] | None
-    fallback: str | None = None
-    rest: NDArray[np.intp] | None = None
-    """Candidates left out by a preselection, ascending (their similarity is at most
-    ``bound``)."""
-    bound: float = 1.0
-    query: NDArray[np.float32] | None = None
-    """The query centroid (to score members of ``rest`` exactly when they may matter)."""
-    search: Callable[[int], tuple[NDArray[np.intp], float]] | None = None
-    """Deepens a preselection: ``search(k)`` gives the candidates among the index's top
-    ``k`` by similarity and the similarity bound of the others."""
-    depth: int = 0
-    """The ``k`` of the index search that chose the scored candidates and ``bound``."""
-
-
-SemanticScorer = Callable[
-    [AgentMemory, NDArray[np.intp], RetrievalRequest], tuple[SemanticTerm, NDArray[np.intp]]
-]
-"""Returns the semantic term for an agent's candidate slots and the slots to score (the
-candidates themselves, or a preselected subset for large agents); wired by the engine."""
-
-ProximityScorer = Callable[
-    [AgentMemory, NDArray[np.intp], tuple[float, float, float]], NDArray[np.float64]
-]
-"""Returns the proximity term of an agent's slots to a position (``(x, y, z)``); wired by
-the engine (``spatial.SpatialService.proximity``)."""
-
-RecordsBuilder = Callable[[AgentMemory, NDArray[np.intp]], list[MemoryRecord]]
-"""Builds the records in some slots (``core.records.RecordReader.build_many``)."""
-
 NO_BUDGET = 2**62
 """The packing budget of a request with ``limit`` and no ``max_tokens``."""
 
-_NO_SEMANTIC = SemanticTerm(None, "MEMORY_EMBEDDING_UNAVAILABLE")
 _COMPRESSED_MAX = 32_768
-_ALL_LAYERS = np.ones(len(LAYERS_BY_CODE), dtype=np.bool_)
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
-
-
-@dataclass(slots=True)
-class _Job:
-    """One request of a frame on its way through the crowd path."""
-
-    am: AgentMemory | None
-    request: RetrievalRequest
-    pressure: PressureState
-    budget: int
-    t0: float
-    term: SemanticTerm = _NO_SEMANTIC
-    candidates: int = 0
-    slots: NDArray[np.intp] | None = None
-    near: tuple[float, float, float] | None = None
-    """The request's position as ``(x, y, z)`` when it has one and a scorer is wired."""
-    proximity: ProximityScorer | None = None
-
-    def locate(self, proximity: ProximityScorer | None) -> None:
-        """Take the request's position (padded to 3-D) when ``proximity`` can score it."""
-        position = self.request.position
-        if position is not None and proximity is not None:
-            self.near = (position[0], position[1], position[2] if len(position) == 3 else 0.0)
-            self.proximity = proximity
-
-    def proximities(self, am: AgentMemory,
-                    slots: NDArray[np.intp]) -> NDArray[np.float64] | None:
-        """The proximity term of ``slots``, or ``None`` without a position."""
-        if self.near is None or self.proximity is None:
-            return None
-        return self.proximity(am, slots, self.near)
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -231,16 +181,9 @@ class Retriever:
         return max(1, int(cap * scale))
 
     # ------------------------------------------------------------------ one agent
-    def _base_mask(self, am: AgentMemory, request: RetrievalRequest,
-                   now: int) -> NDArray[np.bool_]:
-        hi = am.hi
-        policy = _ALL_LAYERS if request.layers is not None else self._policy[request.purpose]
-        mask = am.alive[:hi] & (am.deadline[:hi] > now)
-        mask &= policy[am.layer[:hi]]
-        mask &= status_table(request)[am.status[:hi]]
-        if request.has_filters():
-            mask &= request_filter_mask(am, request)
-        return mask
+    def layer_policy(self, request: RetrievalRequest) -> NDArray[np.bool_]:
+        """Allowed flag per layer code: the purpose's policy, all when ``layers`` is given."""
+        return ALL_LAYERS if request.layers is not None else self._policy[request.purpose]
 
     def retrieve(
         self,
@@ -250,21 +193,34 @@ class Retriever:
         pressure: PressureState,
         semantic: SemanticScorer | None = None,
         proximity: ProximityScorer | None = None,
+        trace: RetrievalTrace | None = None,
     ) -> RetrievedBundle:
         """Build the bundle for ``request`` (see the module docstring for the steps).
 
         Ordering guarantee: records are in (quantized score desc, id asc) order; the same
         state and request give the same bundle on any machine.
 
+        Args:
+            am: The agent's memory (``None``: an agent without records).
+            request: The request (parsed).
+            now: Logical time.
+            pressure: The pressure state in force for the request.
+            semantic: The semantic scorer (``None``: no semantic term).
+            proximity: The proximity scorer (for a request with a position).
+            trace: Keeps the intermediate arrays (``introspection.explain``); a traced
+                retrieval emits no ``memory:retrieval`` event.
+
         Raises:
             TokenBudgetUndefinedError: No positive token budget and no limit.
         """
-        job = _Job(am, request, pressure, self.budget_for(request, pressure),
-                   time.perf_counter())
+        job = Job(am, request, pressure, self.budget_for(request, pressure),
+                  time.perf_counter(), trace=trace)
         job.locate(proximity)
         if am is None or not am.live:
             return self._finish(job, None, 0, False)
-        slots = np.flatnonzero(self._base_mask(am, request, now))
+        slots = np.flatnonzero(candidate_mask(am, request, now, self.layer_policy(request)))
+        if trace is not None:
+            trace.candidates = slots
         job.candidates = int(slots.shape[0])
         if not job.candidates:
             return self._finish(job, None, 0, False)
@@ -272,7 +228,7 @@ class Retriever:
             job.term, slots = semantic(am, slots, request)
         return self._score_and_pack(am, job, slots, now)
 
-    def _score_and_pack(self, am: AgentMemory, job: _Job, slots: NDArray[np.intp],
+    def _score_and_pack(self, am: AgentMemory, job: Job, slots: NDArray[np.intp],
                         now: int) -> RetrievedBundle:
         """Score ``slots`` (with ``job.term`` already computed for them) and pack."""
         request, pressure = job.request, job.pressure
@@ -280,17 +236,23 @@ class Retriever:
                                        job.term.similarities is not None, job.near is not None)
         ctx = ScoringContext(now, weights, self._layer_w[request.purpose],
                              self.config.importance_boost, self.config.decay_half_life_ms)
-        q = quantize(compute_scores(am, slots, ctx, job.term.similarities,
-                                    job.proximities(am, slots)),
-                     self.config.score_quantum)
-        tokens = self._tokens(am.tokens[slots], pressure)
+        near = job.proximities(am, slots)
+        scores = compute_scores(am, slots, ctx, job.term.similarities, near)
+        q = quantize(scores, self.config.score_quantum)
+        tokens = self.packing_tokens(am.tokens[slots], pressure)
+        trace = job.trace
+        if trace is not None:
+            trace.term, trace.context, trace.scored, trace.scores = job.term, ctx, slots, scores
+            trace.proximity, trace.proximities = near, job.proximities
         if job.term.rest is not None and job.term.rest.shape[0]:
             slots, q, tokens = self._complete_preselection(am, job, slots, q, tokens, ctx)
         job.slots = slots
+        if trace is not None:
+            trace.ranked, trace.quantized, trace.tokens = slots, q, tokens
         return self._bundle(job, q, tokens)
 
     def _complete_preselection(
-        self, am: AgentMemory, job: _Job, slots: NDArray[np.intp], q: NDArray[np.int64],
+        self, am: AgentMemory, job: Job, slots: NDArray[np.intp], q: NDArray[np.int64],
         tokens: NDArray[np.int64], ctx: ScoringContext,
     ) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]:
         """Score exactly every left-out candidate that could change the bundle.
@@ -305,7 +267,7 @@ class Retriever:
         rest, query = term.rest, term.query
         completion = Completion(
             rest=rest, base=compute_scores(am, rest, ctx, None, job.proximities(am, rest)),
-            rest_tokens=self._tokens(am.tokens[rest], job.pressure), keys=am.key,
+            rest_tokens=self.packing_tokens(am.tokens[rest], job.pressure), keys=am.key,
             sw=float(ctx.weights[2]), bound=term.bound, depth=term.depth,
             quantum=self.config.score_quantum)
         return completion.run(
@@ -330,7 +292,7 @@ class Retriever:
         per agent. Budgets must have been checked (:meth:`budget_for`).
         """
         t0 = time.perf_counter()
-        jobs = [_Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
+        jobs = [Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
         for job in jobs:
             job.locate(proximity)
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
@@ -345,7 +307,7 @@ class Retriever:
             return np.concatenate([getattr(am, name)[: am.hi] for am in ams if am is not None])
 
         layer = cat("layer")
-        policies = [_ALL_LAYERS if jobs[i].request.layers is not None
+        policies = [ALL_LAYERS if jobs[i].request.layers is not None
                     else self._policy[jobs[i].request.purpose] for i in live]
         statuses = [status_table(jobs[i].request) for i in live]
         filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
@@ -475,9 +437,9 @@ class Retriever:
             out.append(self._finish(job, picked_slots[end - count:end], total, count < size))
         return out
 
-    def _crowd_tokens(self, tokens: NDArray[np.int32], jobs: list[_Job], live: list[int],
+    def _crowd_tokens(self, tokens: NDArray[np.int32], jobs: list[Job], live: list[int],
                       job_of: NDArray[np.intp]) -> NDArray[np.integer[Any]]:
-        """:meth:`_tokens` of a frame's rows, each under its own request's pressure.
+        """:meth:`packing_tokens` of a frame's rows, each under its own request's pressure.
 
         Rows whose pressure does not compress keep the stored ``int32`` counts (no copy
         when none does).
@@ -487,7 +449,7 @@ class Retriever:
         if not compressing:
             return tokens
         if len(pressures) == 1:
-            return self._tokens(tokens, pressures[0])
+            return self.packing_tokens(tokens, pressures[0])
         out = tokens.astype(np.int64)
         for pressure in compressing:
             rows = np.array([jobs[i].pressure is pressure for i in live])[job_of]
@@ -496,7 +458,12 @@ class Retriever:
         return out
 
     # ------------------------------------------------------------------ shared tail
-    def _tokens(self, tokens: NDArray[np.int32], pressure: PressureState) -> NDArray[np.int64]:
+    def packing_tokens(self, tokens: NDArray[np.int32],
+                       pressure: PressureState) -> NDArray[np.int64]:
+        """The packing cost of records of ``tokens`` under ``pressure`` (int64, a copy).
+
+        Their token estimates, or their compressed budgets under a compressing pressure.
+        """
         out = tokens.astype(np.int64)
         profile = self.config.scoring.pressure[pressure]
         if profile.compress:
@@ -506,7 +473,7 @@ class Retriever:
     def _ratio(self, profile: PressureProfile) -> float:
         return profile.compression_ratio or self.config.throttle_compression_ratio
 
-    def _bundle(self, job: _Job, q: NDArray[np.int64] | None,
+    def _bundle(self, job: Job, q: NDArray[np.int64] | None,
                 tokens: NDArray[np.int64] | None) -> RetrievedBundle:
         """Rank and pack ``job``'s scored candidates, then :meth:`_finish` the bundle."""
         am = job.am
@@ -516,7 +483,7 @@ class Retriever:
                                                  job.request.limit)
         return self._finish(job, job.slots[chosen], total, truncated)
 
-    def _finish(self, job: _Job, picked: NDArray[np.intp] | None, total: int,
+    def _finish(self, job: Job, picked: NDArray[np.intp] | None, total: int,
                 truncated: bool) -> RetrievedBundle:
         """Build the records in ``picked`` and the bundle; emit ``memory:retrieval``."""
         request, pressure, am = job.request, job.pressure, job.am
@@ -531,12 +498,14 @@ class Retriever:
                                   job.term.similarities is not None, job.near is not None)[1]
         candidates = job.candidates
         budget = job.budget
+        elapsed_ms = (time.perf_counter() - job.t0) * 1000.0
+        compressed = profile.compress and bool(records)
         diagnostics = trusted(RetrievalDiagnostics, {
             "candidate_count": candidates,
             "filtered_count": (am.live if am is not None else 0) - candidates,
             "scoring_breakdown": list(parts),
-            "time_ms": (time.perf_counter() - job.t0) * 1000.0,
-            "compression_applied": profile.compress and bool(records),
+            "time_ms": elapsed_ms,
+            "compression_applied": compressed,
             "pressure_state": pressure,
             "budget": 0 if budget == NO_BUDGET else budget,
             "semantic_fallback": job.term.fallback,
@@ -548,11 +517,15 @@ class Retriever:
             "strategy_applied": _STRATEGY_VALUES[request.strategy],
             "diagnostics": diagnostics,
         })
-        if self.bus.wants(RetrievalPerformed.name):
+        trace = job.trace
+        if trace is not None:  # an explanation: nothing is emitted
+            trace.picked, trace.budget, trace.bundle = picked, budget, bundle
+        elif self.bus.wants(RetrievalPerformed.name):
             self.bus.emit(RetrievalPerformed(
                 agent_id=request.agent_id, purpose=request.purpose.value,
                 candidate_count=candidates, used=len(records), truncated=truncated,
-                pressure_state=pressure.value))
+                pressure_state=pressure.value, compression_applied=compressed,
+                time_ms=elapsed_ms))
         return bundle
 
     def _compress(

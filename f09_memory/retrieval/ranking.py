@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from f09_memory.packing.packer import pack_rows, pack_sequential
 
-__all__ = ["FULL_SORT_BELOW", "NO_LIMIT", "rank_and_pack", "rank_and_pack_many"]
+__all__ = ["FULL_SORT_BELOW", "NO_LIMIT", "full_order", "rank_and_pack", "rank_and_pack_many"]
 
 FULL_SORT_BELOW = 128
 """Candidate sets smaller than this are simply sorted in full."""
@@ -45,9 +45,18 @@ def _limited(order: NDArray[np.intp], chosen: NDArray[np.intp], total: int, trun
     return order[chosen], total, truncated
 
 
+def full_order(q: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.intp]:
+    """Positions of the candidates in the full order: ``q`` descending, then ``keys``.
+
+    Runtime complexity: O(n log n).
+    """
+    order: NDArray[np.intp] = np.lexsort((keys, -q))
+    return order
+
+
 def _full(q: NDArray[np.int64], keys: NDArray[np.int64], tokens: NDArray[np.int64],
           budget: int, limit: int | None) -> tuple[NDArray[np.intp], int, bool]:
-    order = np.lexsort((keys, -q))
+    order = full_order(q, keys)
     chosen, total, truncated = pack_sequential(tokens[order], budget)
     return _limited(order, chosen, total, truncated, tokens, limit)
 

@@ -26,7 +26,7 @@ from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Stra
 from f09_memory.store.agent import AgentMemory
 
 __all__ = ["PROXIMITY_KEY", "SCORE_KEYS", "ScoringContext", "compute_scores",
-           "effective_weights", "quantize"]
+           "effective_weights", "quantize", "score_terms"]
 
 SCORE_KEYS = ("importance", "recency", "semantic", "structural")
 PROXIMITY_KEY = "proximity"
@@ -117,3 +117,35 @@ def compute_scores(
     if proximity is not None and weights.shape[0] == 5 and weights[4]:
         score += float(weights[4]) * proximity
     return score
+
+
+def score_terms(
+    am: AgentMemory,
+    slots: NDArray[np.intp],
+    ctx: ScoringContext,
+    semantic: NDArray[np.float64] | None = None,
+    proximity: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """The terms :func:`compute_scores` weighs, one row per slot (for explanations).
+
+    Columns follow ``ctx.weights``: importance (flag boost applied), recency, semantic (0
+    where ``semantic`` is ``None``), structural (the layer's weight for the purpose) and,
+    with five weights, proximity (0 where ``proximity`` is ``None``). ``terms @ weights``
+    is the score up to the float rounding of the summation order; the score itself is
+    :func:`compute_scores`'s.
+
+    Returns:
+        float64 array of shape ``(len(slots), len(ctx.weights))``.
+    """
+    n = int(slots.shape[0])
+    out = np.zeros((n, ctx.weights.shape[0]), dtype=np.float64)
+    imp = am.importance[slots]
+    flagged = am.flagged[slots]
+    out[:, 0] = np.where(flagged, imp * ctx.boost, imp) if flagged.any() else imp
+    out[:, 1] = recency_scores(ctx.now, am.anchor[slots], ctx.half_life_ms)
+    if semantic is not None:
+        out[:, 2] = semantic
+    out[:, 3] = ctx.layer_weights[am.layer[slots]]
+    if proximity is not None and out.shape[1] == 5:
+        out[:, 4] = proximity
+    return out

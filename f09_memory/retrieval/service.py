@@ -5,12 +5,16 @@ agent id checked for private data (for an agent the store does not know yet), it
 filters redacted like stored text, its semantic inputs prepared (query texts embedded once
 per distinct text, or handed to the async worker), then the ``Retriever`` scores and packs
 (single path or the crowd's shared numpy passes) with the spatial layer's proximity term.
+
+``trace`` is ``retrieve`` without its effects, for ``introspection.explain``: the same
+checks (the same errors), the same path, with a :class:`RetrievalTrace` kept and no
+event, no log line, and no query handed to the async embedding worker.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,8 +24,14 @@ from f09_memory.core.state import EngineState
 from f09_memory.errors import InputInvalidError
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.filters import redact_filters
-from f09_memory.retrieval.orchestrator import ProximityScorer, Retriever, SemanticTerm
+from f09_memory.retrieval.orchestrator import (
+    ProximityScorer,
+    RetrievalTrace,
+    Retriever,
+    SemanticTerm,
+)
 from f09_memory.retrieval.semantic import SemanticMemory
+from f09_memory.schema.enums import PressureState
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.store.agent import AgentMemory
 
@@ -93,11 +103,12 @@ class RetrievalService:
         self._redactor = redactor
         self._proximity = proximity
 
-    def _prepare(self, request: object) -> RetrievalRequest:
+    def _prepare(self, request: object,
+                 redact: Callable[[str], str] | None = None) -> RetrievalRequest:
         req = RetrievalRequest.parse(request)
         if self._state.store.get(req.agent_id) is None:  # known agents were checked
             self._redactor.refuse_private(req.agent_id, field="agent_id")
-        return redact_filters(req, self._redactor.redact_text)
+        return redact_filters(req, redact or self._redactor.redact_text)
 
     def retrieve(self, request: RetrievalRequest | Mapping[str, Any], now: int,
                  query_vectors: NDArray[np.float32] | None) -> RetrievedBundle:
@@ -112,20 +123,51 @@ class RetrievalService:
         vectors = check_query_vectors([req], semantic.query_dim, query_vectors)
         if semantic.pending is not None:  # async: a new text goes to the worker
             semantic.prepare_queries([req.query], now)
-        pressure = req.pressure_state or self._state.pressure
+        bundle = self._serve(req, now, vectors, None)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
+                         req.agent_id, req.purpose.value, len(bundle.records),
+                         bundle.total_tokens)
+        return bundle
+
+    def trace(self, request: RetrievalRequest | Mapping[str, Any], now: int,
+              redact: Callable[[str], str]) -> tuple[RetrievalRequest, PressureState,
+                                                     RetrievalTrace]:
+        """:meth:`retrieve` without effects, keeping its intermediate arrays.
+
+        Args:
+            request: The request (a model or a mapping in either spelling).
+            now: Logical time.
+            redact: Redacts the request's tag and attribute filters as the ingest
+                redactor does (same patterns, key and mode) without counting matches in
+                the engine's redaction diagnostics.
+
+        Returns:
+            The parsed (filter-redacted) request, the pressure it was served under, and the
+            trace (its ``bundle`` is the one ``retrieve`` returns for the same state).
+
+        Raises:
+            TokenBudgetUndefinedError: ``max_tokens`` missing or not positive.
+            InputInvalidError: A malformed request.
+        """
+        req = self._prepare(request, redact)
+        vectors = check_query_vectors([req], self._semantic.query_dim)
+        trace = RetrievalTrace()
+        self._serve(req, now, vectors, trace)
+        return req, req.pressure_state or self._state.pressure, trace
+
+    def _serve(self, req: RetrievalRequest, now: int, vectors: NDArray[np.float32] | None,
+               trace: RetrievalTrace | None) -> RetrievedBundle:
+        semantic = self._semantic
 
         def term(
             am: AgentMemory, slots: NDArray[np.intp], r: RetrievalRequest
         ) -> tuple[SemanticTerm, NDArray[np.intp]]:
             return semantic.term(am, slots, r, vectors)
 
-        bundle = self._retriever.retrieve(self._state.store.get(req.agent_id), req, now,
-                                          pressure, term, self._proximity)
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("[MEM][RETRIEVE] agent=%s purpose=%s used=%d tokens=%d",
-                         req.agent_id, req.purpose.value, len(bundle.records),
-                         bundle.total_tokens)
-        return bundle
+        return self._retriever.retrieve(self._state.store.get(req.agent_id), req, now,
+                                        req.pressure_state or self._state.pressure, term,
+                                        self._proximity, trace)
 
     def retrieve_many(self, requests: object, now: int) -> list[RetrievedBundle]:
         """A frame's bundles in request order (``MemoryEngine.retrieve_many``).

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from f09_memory import MemoryConfig, MemoryEngine, PressureState, RetrievalRequest
+from f09_memory import MemoryConfig, MemoryEngine, MemoryLayer, PressureState, RetrievalRequest
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.testing import ScriptedPressure, capture_events
 
@@ -224,6 +224,20 @@ def test_records_and_count_validate_their_arguments(engine: MemoryEngine) -> Non
         engine.records("a", layer="dreams")
     with pytest.raises(MemoryEngineError):
         engine.records("")
+
+
+def test_layer_counts_are_what_count_gives_for_every_agent_and_layer(
+        engine: MemoryEngine) -> None:
+    assert {} == engine.layer_counts()
+    engine.ingest_many("b", [{"content": "x", "layer": "semantic"}, "y", "z"], now=1)
+    engine.ingest("a", "a spot", layer="spatial", metadata={"spatial": {"x": 1, "y": 2}}, now=1)
+    engine.forget([engine.records("b")[0].id])
+    counts = engine.layer_counts()
+    assert ["a", "b"] == list(counts)
+    for agent, by_layer in counts.items():
+        assert [layer.value for layer in MemoryLayer] == list(by_layer)
+        assert {layer: engine.count(agent, layer) for layer in by_layer} == by_layer
+    assert (1, 2) == (counts["a"]["spatial"], counts["b"]["episodic"] + counts["b"]["semantic"])
 
 
 def test_custom_token_counter_is_used() -> None:

@@ -174,10 +174,14 @@ def test_recency_strategy_prefers_recent_records() -> None:
 def test_retrieval_event_carries_the_spec_payload() -> None:
     engine = populated(10)
     with capture_events(engine.bus, "memory:retrieval") as log:
-        engine.retrieve(req(max_tokens=40), now=2_000)
+        bundle = engine.retrieve(req(max_tokens=40), now=2_000)
     (ev,) = log.events
+    payload = ev.to_dict()
+    # The spec's fields, plus compressionApplied and the measured timeMs (metrics only).
+    assert bundle.diagnostics.time_ms == payload.pop("timeMs") > 0
     assert {"agentId": "a", "purpose": "reasoning", "candidateCount": 10, "used": 1,
-            "truncated": True, "pressureState": "normal"} == ev.to_dict()
+            "truncated": True, "pressureState": "normal",
+            "compressionApplied": False} == payload
 
 
 def test_missing_budget_raises_token_budget_undefined() -> None:

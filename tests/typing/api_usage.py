@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 
 from f09_memory import (
+    AgentMetrics,
+    CandidateExplanation,
     EmbeddingProvider,
+    EngineStats,
     ErrorCode,
+    Explanation,
     Interaction,
+    Introspector,
     MemoryConfig,
+    MemoryDiff,
     MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
+    MemorySnapshot,
+    MetricsCollector,
+    MetricsSnapshot,
     NearbyRecords,
     Opinion,
     PhysicsEvent,
     Procedure,
+    RecordView,
     RetrievalRequest,
     RetrievedBundle,
     SocialChanged,
+    TickPoint,
     TickReport,
+    attach_log_tags,
     bundle_hash,
+    render_prometheus,
 )
 from f09_memory.bus import RecordCreated
 from f09_memory.embedding import OpenAICompatibleEmbedder
+from f09_memory.introspection import ExclusionReason
 
 engine = MemoryEngine(MemoryConfig(episodic_max=100), seed=0)
 rec: MemoryRecord = engine.ingest("npc-1", "Saw the smith", importance=0.4, tags=["town"],
@@ -83,3 +98,24 @@ keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
     "a-random-key-of-16+-chars")
 loaded: MemoryEngine = MemoryEngine.load("snap.f09", redaction_key="a-random-key-of-16+-chars")
+
+intro: Introspector = engine.introspection
+page: MemorySnapshot = intro.snapshot("npc-1", layer="episodic", limit=50, offset=0)
+changes: MemoryDiff = intro.diff(page.version, "npc-1", redact=False)
+why: Explanation = intro.explain({"agentId": "npc-1", "purpose": "dialog", "maxTokens": 400},
+                                 now=3_000)
+first: CandidateExplanation = why.candidates[0]
+reason: ExclusionReason | None = first.excluded
+counts: EngineStats = intro.stats()
+one: RecordView = intro.record_view(page.records[0].id, redact=True)
+version: int = intro.version + counts.version + len(changes.added) + len(why.bundle_ids)
+metrics = MetricsCollector(engine, reservoir_size=256, seed=1, history=100)
+snap: MetricsSnapshot = metrics.snapshot()
+agg: AgentMetrics = snap.aggregate
+slowest: float = max(m.p95_retrieval_ms for m in snap.agents.values())
+points: list[TickPoint] = metrics.series()
+detach: Callable[[], None] = attach_log_tags(engine, level=logging.DEBUG)
+body, content_type = render_prometheus(metrics)
+exposition: bytes = render_prometheus(snap)[0] + body
+by_layer: dict[str, dict[str, int]] = engine.layer_counts()
+metrics.close()

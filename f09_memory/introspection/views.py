@@ -1,0 +1,149 @@
+"""Record views built from a capture's columns, text redacted on the way out if asked.
+
+:func:`view_fields` gathers the JSON value of every compared field of some rows of an
+:class:`~f09_memory.introspection.captures.AgentCapture` (one numpy ``tolist`` per
+column, text through the outgoing redactor in one batch); :func:`record_views` turns them
+into :class:`~f09_memory.introspection.models.RecordView` objects without validation (the
+values come from the store's own columns). Both serve snapshots, diffs and single views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.decay.decay import recency_scores
+from f09_memory.introspection.captures import AgentCapture
+from f09_memory.introspection.models import RecordView
+from f09_memory.schema.base import trusted_factory
+from f09_memory.schema.enums import LAYERS_BY_CODE
+from f09_memory.store.records import CLAIM_STATUSES, NO_DEADLINE
+
+__all__ = ["COMPARED_FIELDS", "RedactMany", "ViewFields", "record_views", "view_fields"]
+
+RedactMany = Callable[[list[str]], list[str]]
+"""Redacts texts in one batch (an enabled ``Redactor.redact_lines``)."""
+
+COMPARED_FIELDS = ("content", "createdAt", "digest", "expiresAt", "importance", "layer",
+                   "recencyAnchor", "redacted", "sourceEvent", "status", "tags",
+                   "tokensEstimate", "ttl")
+"""The :class:`RecordView` fields a diff compares (JSON names, sorted); ``recency`` moves
+with time and ``id`` / ``agentId`` never change, so they are not compared."""
+
+_new_view = trusted_factory(RecordView)
+_LAYER_VALUES = [layer.value for layer in LAYERS_BY_CODE]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewFields:
+    """Column lists of some rows of a capture: the values of their views, aligned."""
+
+    agent_id: str
+    keys: list[int]
+    layer: list[int]
+    importance: list[float]
+    created: list[int]
+    anchor: list[int]
+    ttl: list[int | None]
+    expires: list[int | None]
+    status: list[int]
+    tokens: list[int]
+    redacted: list[bool]
+    content: list[str]
+    tags: list[list[str]]
+    source: list[str | None]
+    digest: list[str]
+
+    def ids(self) -> list[str]:
+        """The rows' record ids."""
+        agent_id = self.agent_id
+        return [f"{agent_id}:{key:010d}" for key in self.keys]
+
+    def compared(self, i: int) -> dict[str, Any]:
+        """Row ``i``'s :data:`COMPARED_FIELDS` values (JSON form)."""
+        return {
+            "content": self.content[i], "createdAt": self.created[i],
+            "digest": self.digest[i], "expiresAt": self.expires[i],
+            "importance": self.importance[i], "layer": _LAYER_VALUES[self.layer[i]],
+            "recencyAnchor": self.anchor[i], "redacted": self.redacted[i],
+            "sourceEvent": self.source[i], "status": CLAIM_STATUSES[self.status[i]],
+            "tags": self.tags[i], "tokensEstimate": self.tokens[i], "ttl": self.ttl[i],
+        }
+
+
+def _redact_groups(groups: list[tuple[str, ...]], redact: RedactMany) -> list[list[str]]:
+    """Each tag tuple redacted, in one batch over all tags."""
+    flat = [tag for group in groups for tag in group]
+    if not flat:
+        return [[] for _ in groups]
+    done = iter(redact(flat))
+    return [[next(done) for _ in group] for group in groups]
+
+
+def view_fields(cap: AgentCapture, rows: NDArray[np.intp] | Sequence[int],
+                redact: RedactMany | None) -> ViewFields:
+    """The view values of ``cap``'s ``rows``, text redacted by ``redact`` when given.
+
+    Runtime complexity: O(k) for k rows (one ``tolist`` per column; one redaction batch
+    for the contents, one for the tags, one for the source events).
+    """
+    at = np.asarray(rows, dtype=np.intp)
+    keys = cap.key[at].tolist()
+    created = cap.created[at]
+    deadline = cap.deadline[at]
+    endless = deadline == NO_DEADLINE
+    ttl: list[int | None] = (deadline - created).tolist()
+    expires: list[int | None] = deadline.tolist()
+    if endless.any():
+        for i in np.flatnonzero(endless).tolist():
+            ttl[i] = expires[i] = None
+    row_list = at.tolist()
+    content = [cap.content[r] for r in row_list]
+    table = cap.tags
+    groups = [table.get(t) for t in cap.tagset[at].tolist()]
+    events = cap.source_event
+    source: list[str | None] = [events.get(k) for k in keys] if events else [None] * len(keys)
+    if redact is not None:
+        content = redact(content)
+        tags = _redact_groups(groups, redact)
+        present = [i for i, s in enumerate(source) if s is not None]
+        if present:
+            for i, text in zip(present, redact([source[i] or "" for i in present]),
+                               strict=True):
+                source[i] = text
+    else:
+        tags = [list(group) for group in groups]
+    digest = [f"{hi:016x}{lo:016x}" for hi, lo in zip(cap.digest_hi[at].tolist(),
+                                                       cap.digest_lo[at].tolist(), strict=True)]
+    return ViewFields(cap.agent_id, keys, cap.layer[at].tolist(),
+                      cap.importance[at].tolist(), created.tolist(), cap.anchor[at].tolist(),
+                      ttl, expires, cap.status[at].tolist(), cap.tokens[at].tolist(),
+                      cap.redacted[at].tolist(), content, tags, source, digest)
+
+
+def record_views(fields: ViewFields, now: int, half_life_ms: int) -> list[RecordView]:
+    """The :class:`RecordView` of each row of ``fields``, with its recency at ``now``."""
+    recency = recency_scores(now, np.asarray(fields.anchor, dtype=np.int64),
+                             half_life_ms).tolist()
+    layers = LAYERS_BY_CODE
+    statuses = CLAIM_STATUSES
+    agent_id = fields.agent_id
+    return [
+        _new_view({
+            "id": rid, "agent_id": agent_id, "layer": layers[code], "content": text,
+            "importance": imp, "recency": rec, "created_at": made, "recency_anchor": anchor,
+            "ttl": ttl, "expires_at": expires, "tags": tags, "status": statuses[status],
+            "tokens_estimate": tokens, "redacted": red, "source_event": source,
+            "digest": digest,
+        })
+        for rid, code, text, imp, rec, made, anchor, ttl, expires, tags, status, tokens, red,
+        source, digest in zip(
+            fields.ids(), fields.layer, fields.content, fields.importance, recency,
+            fields.created, fields.anchor, fields.ttl, fields.expires, fields.tags,
+            fields.status, fields.tokens, fields.redacted, fields.source, fields.digest,
+            strict=True)
+    ]
