@@ -29,7 +29,9 @@
     candidatesShown: 0,
     redaction: null,       // true / false / null (unknown)
     token: null,           // the bearer token, kept in memory only after it was accepted
-    busy: false,
+    recordsSeq: 0,         // the latest records load: an older answer arriving late is dropped
+    refreshing: null,      // the running refresh (a promise), or null
+    refreshAgain: false,   // a refresh was asked for while one ran
     timer: null,
   };
 
@@ -230,11 +232,12 @@
   async function loadRecords() {
     if (!state.agentId) return;
     const agentId = state.agentId;
+    const seq = ++state.recordsSeq;
     const t0 = performance.now();
     const snap = await api(agentPath(agentId, "snapshot") + query({
       layer: state.layer, limit: state.limit, offset: state.offset,
     }));
-    if (agentId !== state.agentId) return;  // the user moved on meanwhile
+    if (agentId !== state.agentId || seq !== state.recordsSeq) return;  // a later load won
     state.total = Number(snap.total) || 0;
     state.baseVersion = snap.version;
     if (state.offset > 0 && state.offset >= state.total) {  // the page emptied: go back
@@ -263,18 +266,14 @@
       const ia = LAYERS.indexOf(a), ib = LAYERS.indexOf(b);
       return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || (a < b ? -1 : a > b ? 1 : 0);
     });
-    const agent = currentAgent();
-    const byLayer = (agent && agent.byLayer) || {};
     const bodies = order.map((layer) => {
       const rows = groups.get(layer);
-      const total = byLayer[layer];
       const head = el("tr", { className: "group-row" }, el("th", {
         attrs: { scope: "rowgroup", colspan: 6 },
       }, el("span", { className: `swatch mix-${layer}`, attrs: { "aria-hidden": "true" } }),
       el("span", { className: "group-name", text: layer }),
-      el("span", { className: "muted", text: total !== undefined
-        ? ` ${fmtInt(rows.length)} on this page · ${fmtInt(total)} in all`
-        : ` ${fmtInt(rows.length)} on this page` })));
+      el("span", { className: "muted", dataset: { testid: "layer-group-count" },
+        text: ` ${fmtInt(rows.length)} on this page` })));
       const body = el("tbody", { dataset: { testid: "layer-group", layer } }, head);
       const frag = document.createDocumentFragment();
       for (const record of rows) frag.append(recordRow(record));
@@ -336,8 +335,12 @@
   function renderPager(shown) {
     const from = state.total === 0 ? 0 : state.offset + 1;
     const to = state.offset + shown;
-    $("page-info").textContent = state.agentId
+    const info = $("page-info");
+    info.textContent = state.agentId
       ? `${fmtInt(from)}–${fmtInt(to)} of ${fmtInt(state.total)}` : "–";
+    info.dataset.from = String(from);
+    info.dataset.to = String(to);
+    info.dataset.total = String(state.total);
     $("page-prev").disabled = !state.agentId || state.offset === 0;
     $("page-next").disabled = !state.agentId || to >= state.total;
   }
@@ -421,7 +424,7 @@
           attrs: { type: "button" }, title: "Show this agent's records" });
         agentButton.addEventListener("click", () => guarded(() => selectAgent(String(rec.agentId))));
         return el("li", { dataset: { testid: "search-result", recordId: String(rec.id) } },
-          el("div", { className: "content", text: rec.content }),
+          el("div", { className: "content", text: rec.content, title: rec.content }),
           el("div", { className: "meta" }, bar("score", Number(r.score) / max, fmt(r.score, 3)),
             agentButton, el("span", { className: `tag mix-${rec.layer}`, text: rec.layer }),
             el("code", { className: "rid", text: rec.id })));
@@ -486,9 +489,9 @@
       ["Compression", result.compressionApplied ? "yes" : "no"],
     ];
     if (result.semanticFallback) items.push(["Semantic fallback", result.semanticFallback]);
-    $("explain-summary").replaceChildren(...items.flatMap(([k, v]) => [
+    $("explain-summary").replaceChildren(...items.map(([k, v]) => el("div", null,
       el("dt", { text: k }), el("dd", { dataset: { testid: `explain-${k.toLowerCase().replace(/ /g, "-")}` },
-        text: v === null || v === undefined ? "–" : String(v) })]));
+        text: v === null || v === undefined ? "–" : String(v) }))));
     const weights = result.weights && typeof result.weights === "object" ? result.weights : {};
     $("term-legend").replaceChildren(...TERMS.filter((t) => t in weights || t !== "proximity").map((t) =>
       el("li", null, el("span", { className: `swatch term-${t}`, attrs: { "aria-hidden": "true" } }),
@@ -628,20 +631,31 @@
     box.replaceChildren(
       chart("Retrieval latency (ms)", series, [
         { key: "p95RetrievalMs", name: "p95", cls: "line-p95" },
-        { key: "p50RetrievalMs", name: "p50", cls: "line-p50" }], 2),
-      chart("Records", series, [{ key: "records", name: "records", cls: "line-records" }], 0));
+        { key: "p50RetrievalMs", name: "p50", cls: "line-p50" }], 2, true),
+      chart("Records", series, [{ key: "records", name: "records", cls: "line-records" }], 0, false));
   }
 
-  /** A small hand-drawn line chart: x = the tick's logical `now`, y from 0 to the max. */
-  function chart(title, series, lines, digits) {
+  /** A small hand-drawn line chart: x = the tick's logical `now`, y from 0 to the max.
+   * With `robust`, a few outliers (e.g. a first, cold retrieval) do not flatten the rest:
+   * the axis stops a little above the 98th percentile and higher points are drawn on the
+   * top edge, the caption giving the true maximum. */
+  function chart(title, series, lines, digits, robust) {
     const W = 300, H = 120, L = 40, R = 8, T = 10, B = 20;
     const xs = series.map((p) => Number(p.now) || 0);
     const x0 = Math.min(...xs), x1 = Math.max(...xs);
-    let yMax = 0;
-    for (const line of lines) for (const p of series) yMax = Math.max(yMax, Number(p[line.key]) || 0);
+    const values = [];
+    for (const line of lines) for (const p of series) values.push(Number(p[line.key]) || 0);
+    const trueMax = Math.max(0, ...values);
+    let yMax = trueMax;
+    if (robust && values.length >= 20) {
+      const sorted = values.slice().sort((a, b) => a - b);
+      const p98 = sorted[Math.floor(0.98 * (sorted.length - 1))];
+      if (p98 > 0 && trueMax > 2 * p98) yMax = p98 * 1.25;
+    }
     if (yMax <= 0) yMax = 1;
+    const clipped = trueMax > yMax;
     const sx = (x) => L + (x1 > x0 ? ((x - x0) / (x1 - x0)) * (W - L - R) : (W - L - R) / 2);
-    const sy = (y) => T + (1 - y / yMax) * (H - T - B);
+    const sy = (y) => T + (1 - Math.min(y, yMax) / yMax) * (H - T - B);
     const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
       "aria-label": `${title} over ticks` });
     root.append(svg("title", {}, `${title} over ticks`));
@@ -665,7 +679,9 @@
       ...lines.map((line) => {
         const last = series[series.length - 1][line.key];
         return el("span", { className: `key ${line.cls}`, text: ` ${line.name} ${fmt(last, digits)}` });
-      }));
+      }),
+      clipped ? el("span", { className: "muted", dataset: { testid: "plot-clipped" },
+        text: ` (axis cut; max ${fmt(trueMax, digits)})` }) : null);
     return el("figure", { className: "chart-box" }, root, el("figcaption", null, legend));
   }
 
@@ -680,38 +696,53 @@
     }
   }
 
+  /** Reload everything; a call while a refresh runs makes it run once more when done. */
   async function refresh() {
-    if (state.busy) return;
-    state.busy = true;
+    if (state.refreshing) {
+      state.refreshAgain = true;
+      return state.refreshing;
+    }
     document.body.classList.add("busy");
+    state.refreshing = (async () => {
+      do {
+        state.refreshAgain = false;
+        await guarded(refreshOnce);
+      } while (state.refreshAgain);
+    })();
     try {
-      await guarded(async () => {
-        await Promise.all([loadAgents(), loadMetrics(), loadRedaction()]);
-        if (state.agentId && !currentAgent()) {  // the agent was forgotten
-          state.agentId = null;
-          clearDiff();
-          clearExplain();
-          state.records = [];
-          renderRecords([]);
-          $("explain-submit").disabled = true;
-          return;
-        }
-        if (state.agentId) {
-          renderLayerFilter();
-          await loadDiff();
-          await loadRecords();
-        }
-      });
+      await state.refreshing;
     } finally {
-      state.busy = false;
+      state.refreshing = null;
       document.body.classList.remove("busy");
       document.body.dataset.refreshed = String((Number(document.body.dataset.refreshed) || 0) + 1);
     }
   }
 
+  async function refreshOnce() {
+    await Promise.all([loadAgents(), loadMetrics(), loadRedaction()]);
+    if (state.agentId && !currentAgent()) {  // the agent was forgotten
+      state.agentId = null;
+      clearDiff();
+      clearExplain();
+      state.records = [];
+      renderRecords([]);
+      $("explain-submit").disabled = true;
+      return;
+    }
+    if (state.agentId) {
+      renderLayerFilter();
+      await loadDiff();
+      await loadRecords();
+    }
+  }
+
   function setAuto(on) {
     if (state.timer) { clearInterval(state.timer); state.timer = null; }
-    if (on) state.timer = setInterval(() => { if (!document.hidden) refresh(); }, AUTO_REFRESH_MS);
+    if (on) {
+      state.timer = setInterval(() => {
+        if (!document.hidden && !state.refreshing) refresh();
+      }, AUTO_REFRESH_MS);
+    }
   }
 
   function init() {
