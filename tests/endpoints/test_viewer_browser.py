@@ -46,6 +46,9 @@ AGENT = "npc-001"
 MARKER = "zq.marker.7731@vault.example"
 """A private value (an e-mail address: a default redaction pattern) stored raw."""
 HOSTILE = '<img src=x onerror="window.__viewerPwned = 1">'
+BULK = "npc-bulk"
+BULK_RECORDS = 2_000
+"""An agent outside the village with 2k records (the issue's size for the page)."""
 PADDING = 140
 """Extra records of AGENT, so its records span several pages of 50."""
 WARM_TICKS = 30
@@ -67,6 +70,10 @@ def _seeded_demo_engine(seed: int) -> MemoryEngine:
         {"content": f"Counted sacks of grain in the barn, row {i}.",
          "importance": round((i * 37 % 100) / 100, 2), "tags": ["barn"]}
         for i in range(PADDING)], now=0)
+    engine.ingest_many(BULK, [  # 1,200 episodic (the demo's episodic_max), 800 spatial
+        {"content": f"Ledger line {i}: {i % 7} barrels moved.", "importance": (i % 10) / 10,
+         "layer": "episodic" if i % 5 < 3 else "spatial"}
+        for i in range(BULK_RECORDS)], now=0)
     engine.ingest(AGENT, HOSTILE, importance=0.4, tags=["<b>tag</b>"], now=0)
     engine.ingest(AGENT, f"The vault's key holder writes from {MARKER} at night.",
                   importance=0.95, tags=["private"], now=0)
@@ -291,6 +298,33 @@ def test_paging_through_records(page: Page) -> None:
     expect(page.get_by_test_id("page-prev")).to_be_disabled()
 
 
+def test_two_thousand_records_page_by_page(page: Page) -> None:
+    _open_agent(page, BULK)
+    page.get_by_test_id("page-size").select_option("500")
+    rows = _rows(page)
+    expect(rows).to_have_count(500)
+    info = page.get_by_test_id("page-info")
+    expect(info).to_have_attribute("data-total", str(BULK_RECORDS))
+    for start in (501, 1001, 1501):
+        page.get_by_test_id("page-next").click()
+        expect(info).to_have_attribute("data-from", str(start))
+    expect(info).to_have_attribute("data-to", str(BULK_RECORDS))
+    expect(rows).to_have_count(500)
+    oldest = page.get_by_test_id("record-content").filter(has_text="Ledger line 0:")
+    expect(oldest).to_have_count(1)  # newest first: the first stored is on the last page
+    expect(page.get_by_test_id("page-next")).to_be_disabled()
+    # an explain over 2k candidates shows them 100 at a time
+    page.get_by_test_id("explain-submit").click()
+    candidates = page.get_by_test_id("candidate-row")
+    expect(candidates).to_have_count(100)
+    listed = int(page.get_by_test_id("candidates-table").get_attribute("data-total") or 0)
+    assert listed >= 1_200  # every candidate, scored or excluded (dialog: no spatial layer)
+    more = page.get_by_test_id("candidates-more")
+    expect(more).to_contain_text(f"{listed - 100:,} left")
+    more.click()
+    expect(candidates).to_have_count(200)
+
+
 def test_hostile_content_is_shown_as_text(browser: Browser, server: LiveServer) -> None:
     # No Content-Security-Policy here: an element made from the content would run its code.
     context = browser.new_context(bypass_csp=True)
@@ -432,12 +466,12 @@ def test_plot_and_screenshot(page: Page, village: Village, tmp_path: Path) -> No
 
 # ------------------------------------------------------------------ the README screenshot
 def _screenshot(out: Path) -> None:  # pragma: no cover - run by hand
-    """What ``f09-memory serve --demo`` shows after about 25 s of village, saved to ``out``."""
+    """What ``f09-memory serve --demo`` shows after about 30 s of village, saved to ``out``."""
     executable = _chromium()
     if executable is None:
         raise SystemExit("no chromium on PATH")
     owner = OwnerThread(lambda: demo_engine(42), lambda host, stop: run_demo(
-        host, stop, agents=12, seed=42, interval_s=0.05, ticks=400))
+        host, stop, agents=12, seed=42, interval_s=0.2))  # f09-memory serve --demo
     live = LiveServer(owner.start())
     live.start()
     try:
@@ -448,24 +482,37 @@ def _screenshot(out: Path) -> None:  # pragma: no cover - run by hand
             pg.set_default_timeout(TIMEOUT_MS)
             pg.goto(live.url)
             expect(pg.get_by_test_id("agent-item").first).to_be_visible()
-            pg.wait_for_timeout(20_000)
+            pg.wait_for_timeout(25_000)
             pg.get_by_test_id("refresh").click()
             _open_agent(pg, "npc-003")
-            pg.wait_for_timeout(3_000)
-            pg.get_by_test_id("refresh").click()
-            expect(pg.get_by_test_id("diff-summary")).to_be_visible()
-            pg.get_by_test_id("explain-query").fill("market")
-            pg.get_by_test_id("explain-submit").click()
-            expect(pg.get_by_test_id("candidate-row").first).to_be_visible()
             pg.get_by_test_id("search-input").fill("market well")
             pg.get_by_test_id("search-submit").click()
             expect(pg.get_by_test_id("search-result").first).to_be_visible()
+            pg.get_by_test_id("explain-query").fill("market")
+            pg.wait_for_timeout(2_000)
+            pg.get_by_test_id("refresh").click()
+            expect(pg.get_by_test_id("diff-summary")).to_be_visible()
+            pg.get_by_test_id("explain-submit").click()
+            expect(pg.get_by_test_id("candidate-row").first).to_be_visible()
             pg.evaluate("() => window.scrollTo(0, 0)")
             pg.screenshot(path=str(out))
             chromium.close()
+        _shrink(out)
     finally:
         live.stop()
         owner.join()
+
+
+def _shrink(path: Path) -> None:  # pragma: no cover - run by hand
+    """Reduce the PNG to 256 colours when Pillow is installed (about a third of the size)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                              dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

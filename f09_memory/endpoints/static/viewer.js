@@ -497,6 +497,7 @@
       el("li", null, el("span", { className: `swatch term-${t}`, attrs: { "aria-hidden": "true" } }),
         `${t} × ${fmt(weights[t] ?? 0, 2)}`)));
     state.candidatesShown = 0;
+    $("candidates").dataset.total = String(candidates.length);
     $("candidates-body").replaceChildren();
     moreCandidates();
     show($("explain-result"), true);
