@@ -56,6 +56,7 @@ from f09_memory.endpoints.static import static_file
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import ConfigInvalidError, MemoryEngineError
 from f09_memory.introspection import Explanation, MemoryDiff, MemorySnapshot
+from f09_memory.observability import MetricsCollector, render_prometheus
 from f09_memory.schema.base import BoundaryModel, field_names
 from f09_memory.schema.enums import MemoryLayer
 
@@ -316,11 +317,9 @@ def _add_api_routes(app: "FastAPI", host: EngineHost, view: ViewState,
 def _add_metrics_routes(app: "FastAPI", host: EngineHost, settings: ServerSettings) -> None:
     from starlette.responses import Response
 
-    from f09_memory.observability import render_prometheus
-
     timeout = settings.job_timeout_s
 
-    def collector_or_503() -> Any:
+    def collector_or_503() -> MetricsCollector:
         if host.collector is None:
             raise Problem(503, http_code(503), "this server was started without a metrics "
                           "collector: pass EngineHost(engine, collector=MetricsCollector("
@@ -336,12 +335,16 @@ def _add_metrics_routes(app: "FastAPI", host: EngineHost, settings: ServerSettin
 
     @app.get("/metrics", response_model=None, tags=["metrics"],
              responses={200: {"content": {"text/plain": {}},
-                              "description": "Prometheus text exposition"}, 503: _PROBLEM})
+                              "description": "Prometheus text exposition"}, 501: _PROBLEM,
+                        503: _PROBLEM})
     def metrics_text() -> Response:
         """The metrics in the Prometheus text format (``prometheus_client``)."""
         collector = collector_or_503()
-        body, content_type = host.call(lambda _e: render_prometheus(collector),
-                                       timeout_s=timeout)
+        snapshot = host.call(lambda _e: collector.snapshot(), timeout_s=timeout)
+        try:  # rendered here, off the engine's thread
+            body, content_type = render_prometheus(snapshot)
+        except ConfigInvalidError as exc:  # prometheus_client (the [metrics] extra) missing
+            raise Problem(501, exc.code.value, exc.message) from None
         return Response(body, media_type=content_type)
 
 

@@ -27,13 +27,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError
-
-if TYPE_CHECKING:
-    from f09_memory.observability import MetricsCollector
+from f09_memory.observability import MetricsCollector
 
 __all__ = ["EngineHost", "HostBusyError"]
 
@@ -95,6 +93,9 @@ class EngineHost:
         if not isinstance(engine, MemoryEngine):
             raise InputInvalidError("engine must be a MemoryEngine",
                                     details={"field": "engine"})
+        if collector is not None and not isinstance(collector, MetricsCollector):
+            raise InputInvalidError("collector must be a MetricsCollector or None",
+                                    details={"field": "collector"})
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise InputInvalidError("max_pending must be a positive integer",
                                     details={"field": "max_pending"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from f09_memory.endpoints.guard import LOOPBACK_HOSTS
@@ -69,6 +69,12 @@ class ServerSettings(BaseSettings):
         if value is None or not value.get_secret_value().strip():
             return None
         return SecretStr(value.get_secret_value().strip())
+
+    @model_validator(mode="after")
+    def _page_within_limit(self) -> ServerSettings:
+        if self.page_limit > self.max_page_limit:
+            raise ValueError("page_limit must not exceed max_page_limit")
+        return self
 
     @property
     def token_configured(self) -> bool:

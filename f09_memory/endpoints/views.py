@@ -12,18 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
-
-from f09_memory.engine import MemoryEngine
-from f09_memory.errors import InputInvalidError
-from f09_memory.introspection import Explanation, MemoryDiff, MemorySnapshot
-from f09_memory.redaction.redactor import Redactor
-from f09_memory.schema.enums import MemoryLayer
-from f09_memory.schema.retrieval import RetrievalRequest
-from f09_memory.tools.execute import KEYWORD_MATCH_WEIGHT
-
-if TYPE_CHECKING:
-    from f09_memory.observability import MetricsCollector
+from typing import Final
 
 from f09_memory.endpoints.models import (
     AgentList,
@@ -33,6 +22,14 @@ from f09_memory.endpoints.models import (
     SearchHit,
     SearchResults,
 )
+from f09_memory.engine import MemoryEngine
+from f09_memory.errors import InputInvalidError
+from f09_memory.introspection import Explanation, MemoryDiff, MemorySnapshot
+from f09_memory.observability import MetricsCollector
+from f09_memory.redaction.redactor import Redactor
+from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.retrieval import RetrievalRequest
+from f09_memory.tools.execute import KEYWORD_MATCH_WEIGHT
 
 __all__ = [
     "UnknownAgentError",

@@ -20,6 +20,8 @@ per-candidate objects are built on first access (``Explanation.candidates``).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -128,11 +130,12 @@ def explanation(retriever: Retriever, am: AgentMemory | None, request: Retrieval
             tokens = np.concatenate((tokens, retriever.packing_tokens(am.tokens[left],
                                                                       pressure)))
             codes = np.concatenate((codes, why))
-        content = am.content
+        rows = slots.tolist()
+        texts = list(itemgetter(*rows)(am.content)) if len(rows) > 1 else [
+            am.content[s] or "" for s in rows]
         table = CandidateTable(
             am.agent_id, am.key[slots], am.layer[slots], names, weights, terms, scores, q,
-            scored, codes == 0, codes, tokens, [content[s] or "" for s in slots.tolist()],
-            redact)
+            scored, codes == 0, codes, tokens, texts, redact)
     budget = trace.budget
     return Explanation.of({
         "agent_id": request.agent_id,

@@ -128,34 +128,45 @@ class CandidateTable:
     """The stored texts (redacted when built if ``redact`` is set)."""
     redact: RedactMany | None
 
+    def _terms(self) -> list[list[ScoreTerm]]:
+        """The scored rows' terms; a column of few distinct values shares its objects."""
+        scored = self.scored
+        columns: list[list[ScoreTerm]] = []
+        for j, (name, weight) in enumerate(zip(self.names, self.weights.tolist(),
+                                               strict=True)):
+            column = self.terms[:scored, j]
+            distinct, inverse = np.unique(column, return_inverse=True)
+            if distinct.shape[0] * 4 <= scored:  # layer weights, zeros: one object each
+                shared = [_new_term({"key": name, "value": v, "weight": weight,
+                                     "contribution": v * weight})
+                          for v in distinct.tolist()]
+                columns.append([shared[i] for i in inverse.tolist()])
+            else:
+                columns.append([
+                    _new_term({"key": name, "value": v, "weight": weight, "contribution": c})
+                    for v, c in zip(column.tolist(), (column * weight).tolist(), strict=True)])
+        return [list(row) for row in zip(*columns, strict=True)]
+
     def build(self) -> list[CandidateExplanation]:
         """The candidates as models (the only per-candidate Python work of an explanation)."""
         n = int(self.keys.shape[0])
         content = self.content if self.redact is None else self.redact(list(self.content))
-        names = self.names
-        weights = self.weights.tolist()
         scored = self.scored
-        values = self.terms[:scored].tolist()
-        parts = (self.terms[:scored] * self.weights).tolist()
+        terms = self._terms() + [[] for _ in range(n - scored)]
         agent_id = self.agent_id
         layers = LAYERS_BY_CODE
-        out: list[CandidateExplanation] = []
-        append = out.append
-        for i, key, code, score, q, inc, why, tokens, text in zip(
-                range(n), self.keys.tolist(), self.layers.tolist(), self.scores.tolist(),
-                self.quantized.tolist(), self.included.tolist(), self.excluded.tolist(),
-                self.tokens.tolist(), content, strict=True):
-            terms = [
-                _new_term({"key": name, "value": v, "weight": w, "contribution": c})
-                for name, v, w, c in zip(names, values[i], weights, parts[i], strict=True)
-            ] if i < scored else []
-            append(_new_candidate({
-                "id": f"{agent_id}:{key:010d}", "layer": layers[code], "terms": terms,
+        return [
+            _new_candidate({
+                "id": f"{agent_id}:{key:010d}", "layer": layers[code], "terms": row,
                 "score": score, "quantized_score": q, "rank": i + 1 if i < scored else None,
                 "included": inc, "excluded": EXCLUDED[why], "tokens_estimate": tokens,
                 "content": text,
-            }))
-        return out
+            })
+            for i, key, code, row, score, q, inc, why, tokens, text in zip(
+                range(n), self.keys.tolist(), self.layers.tolist(), terms,
+                self.scores.tolist(), self.quantized.tolist(), self.included.tolist(),
+                self.excluded.tolist(), self.tokens.tolist(), content, strict=True)
+        ]
 
 
 class Explanation(BoundaryModel):

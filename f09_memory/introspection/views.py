@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -75,13 +76,25 @@ class ViewFields:
         }
 
 
-def _redact_groups(groups: list[tuple[str, ...]], redact: RedactMany) -> list[list[str]]:
-    """Each tag tuple redacted, in one batch over all tags."""
+def _hex_digests(hi: NDArray[np.uint64], lo: NDArray[np.uint64]) -> list[str]:
+    """32 hex digits per row: ``hi`` then ``lo``, big-endian (one ``hex`` call for all)."""
+    pairs = np.empty((hi.shape[0], 2), dtype=">u8")
+    pairs[:, 0] = hi
+    pairs[:, 1] = lo
+    text = pairs.tobytes().hex()
+    return [text[i:i + 32] for i in range(0, len(text), 32)]
+
+
+def _tag_lists(cap: AgentCapture, tagset: NDArray[np.int32],
+               redact: RedactMany | None) -> list[list[str]]:
+    """Each row's tags (a list of its own), every distinct tag tuple redacted once."""
+    ids, inverse = np.unique(tagset, return_inverse=True)
+    groups = [cap.tags.get(t) for t in ids.tolist()]
     flat = [tag for group in groups for tag in group]
-    if not flat:
-        return [[] for _ in groups]
-    done = iter(redact(flat))
-    return [[next(done) for _ in group] for group in groups]
+    if redact is not None and flat:
+        done = iter(redact(flat))
+        groups = [tuple(next(done) for _ in group) for group in groups]
+    return [list(groups[i]) for i in inverse.tolist()]
 
 
 def view_fields(cap: AgentCapture, rows: NDArray[np.intp] | Sequence[int],
@@ -89,7 +102,7 @@ def view_fields(cap: AgentCapture, rows: NDArray[np.intp] | Sequence[int],
     """The view values of ``cap``'s ``rows``, text redacted by ``redact`` when given.
 
     Runtime complexity: O(k) for k rows (one ``tolist`` per column; one redaction batch
-    for the contents, one for the tags, one for the source events).
+    for the contents, one for the distinct tags, one for the source events).
     """
     at = np.asarray(rows, dtype=np.intp)
     keys = cap.key[at].tolist()
@@ -102,27 +115,22 @@ def view_fields(cap: AgentCapture, rows: NDArray[np.intp] | Sequence[int],
         for i in np.flatnonzero(endless).tolist():
             ttl[i] = expires[i] = None
     row_list = at.tolist()
-    content = [cap.content[r] for r in row_list]
-    table = cap.tags
-    groups = [table.get(t) for t in cap.tagset[at].tolist()]
+    content = (list(itemgetter(*row_list)(cap.content)) if len(row_list) > 1
+               else [cap.content[r] for r in row_list])
     events = cap.source_event
     source: list[str | None] = [events.get(k) for k in keys] if events else [None] * len(keys)
     if redact is not None:
         content = redact(content)
-        tags = _redact_groups(groups, redact)
         present = [i for i, s in enumerate(source) if s is not None]
         if present:
             for i, text in zip(present, redact([source[i] or "" for i in present]),
                                strict=True):
                 source[i] = text
-    else:
-        tags = [list(group) for group in groups]
-    digest = [f"{hi:016x}{lo:016x}" for hi, lo in zip(cap.digest_hi[at].tolist(),
-                                                       cap.digest_lo[at].tolist(), strict=True)]
     return ViewFields(cap.agent_id, keys, cap.layer[at].tolist(),
                       cap.importance[at].tolist(), created.tolist(), cap.anchor[at].tolist(),
                       ttl, expires, cap.status[at].tolist(), cap.tokens[at].tolist(),
-                      cap.redacted[at].tolist(), content, tags, source, digest)
+                      cap.redacted[at].tolist(), content, _tag_lists(cap, cap.tagset[at], redact),
+                      source, _hex_digests(cap.digest_hi[at], cap.digest_lo[at]))
 
 
 def record_views(fields: ViewFields, now: int, half_life_ms: int) -> list[RecordView]:

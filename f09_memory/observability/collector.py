@@ -191,6 +191,8 @@ class MetricsCollector:
         self._agents: dict[str, _Counters] = {}
         self._all = _Counters(LatencyReservoir(reservoir_size, seed=[seed, _AGGREGATE]))
         self._window = LatencyReservoir(reservoir_size, seed=[seed, _WINDOW])
+        self._add_all = self._all.latency.add
+        self._add_window = self._window.add
         self._series: deque[TickPoint] = deque(maxlen=history)
         self._lock = threading.Lock()
         bus = engine.bus
@@ -217,8 +219,8 @@ class MetricsCollector:
         ms = ev.time_ms
         counters = self._agents.get(ev.agent_id) or self._agent(ev.agent_id)
         counters.latency.add(ms)
-        self._all.latency.add(ms)
-        self._window.add(ms)
+        self._add_all(ms)
+        self._add_window(ms)
         if ev.compression_applied:
             counters.compressed += 1
             self._all.compressed += 1

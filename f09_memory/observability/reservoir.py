@@ -8,12 +8,13 @@ The draws come from a ``numpy.random.Generator`` seeded by the caller (taken in 
 the same values give the same sample, in any process. The mean is exact (a running sum), the
 quantiles are those of the sample (``numpy.percentile``, linear interpolation).
 
-Memory is at most ``size`` float64 (8 KiB for the default 1,024), grown by doubling, so a
-reservoir that saw ten values holds room for sixteen.
+Memory is at most ``size`` float64 (8 KiB for the default 1,024) in an ``array("d")``
+grown as values come, so a reservoir that saw ten values holds about ten.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,8 +26,6 @@ __all__ = ["LatencyReservoir", "check_reservoir_size"]
 
 _DRAWS = 256
 """Uniforms drawn from the generator at once."""
-_FIRST = 16
-"""Initial capacity of the sample array (doubled up to ``size``)."""
 
 
 def check_reservoir_size(size: object, field: str = "size") -> int:
@@ -81,7 +80,7 @@ class LatencyReservoir:
         """Forget every value and restart the draws from the seed. O(1)."""
         self.count = 0
         self.total = 0.0
-        self._sample: NDArray[np.float64] = np.empty(min(_FIRST, self.size), dtype=np.float64)
+        self._sample = array("d")  # float64, grown by append up to ``size``
         self._rng: np.random.Generator | None = None  # made at the first draw
         self._draws: list[float] = []
         self._next = 0
@@ -91,13 +90,8 @@ class LatencyReservoir:
         n = self.count
         self.count = n + 1
         self.total += value
-        sample = self._sample
         if n < self.size:
-            if n == sample.shape[0]:
-                grown = np.empty(min(2 * n, self.size), dtype=np.float64)
-                grown[:n] = sample
-                self._sample = sample = grown
-            sample[n] = value
+            self._sample.append(value)
             return
         i = self._next
         if i == len(self._draws):
@@ -108,7 +102,7 @@ class LatencyReservoir:
         self._next = i + 1
         j = int(self._draws[i] * (n + 1))
         if j < self.size:
-            sample[j] = value
+            self._sample[j] = value
 
     @property
     def mean(self) -> float:
@@ -117,12 +111,11 @@ class LatencyReservoir:
 
     def sample(self) -> NDArray[np.float64]:
         """A copy of the values kept (at most ``size``, in slot order)."""
-        return self._sample[: min(self.count, self.size)].copy()
+        return np.array(self._sample, dtype=np.float64)
 
     def quantiles(self, *percents: float) -> tuple[float, ...]:
         """Percentiles (0..100) of the sample; 0.0 each while it is empty. O(size)."""
-        kept = min(self.count, self.size)
-        if not kept:
+        if not self.count:
             return tuple(0.0 for _ in percents)
-        found = np.percentile(self._sample[:kept], percents)
+        found = np.percentile(self.sample(), percents)
         return tuple(float(v) for v in np.atleast_1d(found))

@@ -22,10 +22,13 @@ from numpy.typing import NDArray
 
 from f09_memory.packing.packer import pack_rows, pack_sequential
 
-__all__ = ["FULL_SORT_BELOW", "NO_LIMIT", "full_order", "rank_and_pack", "rank_and_pack_many"]
+__all__ = ["FULL_SORT_BELOW", "NO_LIMIT", "PACKED_SORT_FROM", "full_order", "rank_and_pack",
+           "rank_and_pack_many"]
 
 FULL_SORT_BELOW = 128
 """Candidate sets smaller than this are simply sorted in full."""
+PACKED_SORT_FROM = 256
+"""From this many candidates :func:`full_order` sorts composite integers instead of two keys."""
 PREFIX_MIN = 64
 """The smallest prefix partitioned out (the first guess of how many records pack)."""
 NO_LIMIT = 2**62
@@ -48,8 +51,21 @@ def _limited(order: NDArray[np.intp], chosen: NDArray[np.intp], total: int, trun
 def full_order(q: NDArray[np.int64], keys: NDArray[np.int64]) -> NDArray[np.intp]:
     """Positions of the candidates in the full order: ``q`` descending, then ``keys``.
 
+    ``keys`` are unique. From :data:`PACKED_SORT_FROM` candidates on, one sort of composite
+    integers ``(max(q) - q) << bits | (key - min(key))`` when they fit 62 bits (about
+    three times cheaper than a two-key ``lexsort``); the order is the same.
+
     Runtime complexity: O(n log n).
     """
+    n = int(q.shape[0])
+    if n >= PACKED_SORT_FROM:
+        top, low = int(q.max()), int(keys.min())
+        key_bits = (int(keys.max()) - low).bit_length()
+        if (top - int(q.min())).bit_length() + key_bits <= 62:
+            packed = (top - q) << key_bits
+            packed |= keys - low
+            by_packed: NDArray[np.intp] = np.argsort(packed)
+            return by_packed
     order: NDArray[np.intp] = np.lexsort((keys, -q))
     return order
 

@@ -175,6 +175,24 @@ def test_metrics_json_text_and_debug(serve: Serve) -> None:
     assert 5 == debug["stats"]["records"] and debug["metrics"] is not None
 
 
+def test_without_prometheus_client_metrics_text_is_a_501(serve: Serve,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_prometheus(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("prometheus_client"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    client = serve(secret_engine())
+    monkeypatch.setattr(builtins, "__import__", no_prometheus)
+    body = problem(client.get("/metrics"), 501, "MEMORY_CONFIG_INVALID")
+    assert "pip install" in body["detail"]
+    assert 200 == client.get("/api/metrics").status_code  # the JSON page needs no extra
+
+
 def test_without_a_collector_metrics_are_a_503_and_debug_has_none(serve: Serve) -> None:
     client = serve(secret_engine(), collector=False)
     problem(client.get("/api/metrics"), 503, "HTTP_SERVICE_UNAVAILABLE")

@@ -160,6 +160,7 @@ def test_serve_forever_answers_until_stopped_then_closes() -> None:
 
 @pytest.mark.parametrize("make", [
     lambda e: EngineHost("engine"),  # type: ignore[arg-type]
+    lambda e: EngineHost(e, collector=object()),  # type: ignore[arg-type]
     lambda e: EngineHost(e, max_pending=0),
     lambda e: EngineHost(e, max_pending=True),
     lambda e: EngineHost(e).call(lambda x: 0, timeout_s=0),

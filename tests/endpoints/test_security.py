@@ -215,7 +215,7 @@ FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
        st.sampled_from(["", "/api/", "/api/agents/", "/static/", "/api/memory/"]))
 def test_fuzzed_paths_are_never_a_500(fuzz_client: Any, segments: list[str],
                                       prefix: str) -> None:
-    url = prefix.rstrip("/") + "/" + "/".join(segments)
+    url = "/" + (prefix.rstrip("/") + "/" + "/".join(segments)).lstrip("/")  # no "//x"
     response = fuzz_client.get(url)
     check(response)
     if response.status_code == 200 and not url.startswith("/api"):

@@ -10,7 +10,7 @@ import pytest
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.ingestion import Claim
-from f09_memory.introspection import Explanation
+from f09_memory.introspection import Explanation, RecordView
 
 WORDS = ("smith well gold debt market guard fire bread river king queen sword horse tavern "
          "mill chapel rain storm harvest festival wolf bridge lantern cellar").split()
@@ -86,9 +86,9 @@ def random_request(rng: np.random.Generator, agent: str = "npc") -> dict[str, An
     return req
 
 
-def reason_of(engine: MemoryEngine, rid: str, request: RetrievalRequest, now: int) -> str:
+def reason_of(view: RecordView, engine: MemoryEngine, request: RetrievalRequest,
+              now: int) -> str:
     """The expected exclusion reason of a record left out before scoring (brute force)."""
-    view = engine.introspection.record_view(rid, redact=False)
     policy = engine.config.scoring.layer_policy[request.purpose]
     if request.layers is None and view.layer not in policy:  # named layers are a filter
         return "layer_policy"
@@ -127,19 +127,22 @@ def check(engine: MemoryEngine, request: dict[str, Any], now: int) -> Explanatio
         assert [t.key for t in c.terms] == list(x.weights)
     assert [c.id for c in scored if c.included] == x.bundle_ids
     parsed = RetrievalRequest.parse(request)
+    before = 0  # bundle members ranked above
     for c in scored:
         if not c.included:
-            before = sum(1 for d in scored[:c.rank - 1] if d.included)
             limited = parsed.limit is not None and before >= parsed.limit
             assert c.excluded == ("limit" if limited else "budget")
         else:
             assert c.excluded is None
+            before += 1
     rest = cands[len(scored):]
     assert [(c.excluded or "", c.id) for c in rest] == sorted((c.excluded or "", c.id)
                                                               for c in rest)
+    views = {v.id: v for v in engine.introspection.snapshot(parsed.agent_id,
+                                                            redact=False).records}
     for c in rest:
         assert not c.included and c.terms == [] and c.rank is None
-        assert c.excluded == reason_of(engine, c.id, parsed, now)
+        assert c.excluded == reason_of(views[c.id], engine, parsed, now)
     assert len(cands) == (engine.count(parsed.agent_id) if parsed.agent_id in engine.agents()
                           else 0)
     return x

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from f09_memory.packing import pack_sequential
-from f09_memory.retrieval.ranking import NO_LIMIT, rank_and_pack, rank_and_pack_many
+from f09_memory.retrieval.ranking import NO_LIMIT, full_order, rank_and_pack, rank_and_pack_many
 
 
 def full_reference(q: np.ndarray, keys: np.ndarray, tokens: np.ndarray, budget: int):
@@ -26,6 +26,18 @@ def test_partial_ranking_packs_exactly_like_the_full_sort(
     tokens = rng.integers(1, max_tok + 1, n).astype(np.int64)
     got = rank_and_pack(q, keys, tokens, budget)
     assert full_reference(q, keys, tokens, budget) == (got[0].tolist(), got[1], got[2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.sampled_from([0, 1, 255, 256, 2_000]), seed=st.integers(0, 10**6),
+       levels=st.sampled_from([3, 10**9, 2**62]), spread=st.sampled_from([1, 2**40]))
+def test_the_full_order_is_score_desc_then_key_whatever_the_sort_used(
+    n: int, seed: int, levels: int, spread: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-levels // 2, levels // 2, n, dtype=np.int64)  # wide ranges: lexsort
+    keys = rng.permutation(n).astype(np.int64) * spread
+    assert full_order(q, keys).tolist() == np.lexsort((keys, -q)).tolist()
 
 
 def test_large_candidate_set_with_small_budget_uses_the_prefix() -> None:
