@@ -2,9 +2,10 @@
 
 Issue target: metrics collection adds <= 5% to a 2k-candidate retrieval. Measured A/B on
 one engine: blocks of retrievals with the collector subscribed and without it, alternating
-(so drift of a shared machine hits both), the ratio of the two medians reported. The goal
-is the 5%; the enforced bound is generous (1.25, short mode 1.5): the handler's own cost
-per event (measured alone, a few microseconds) is the precise figure and is reported too.
+(so drift of a shared machine hits both): the ratio of the two medians, and the median of
+the ratios of adjacent block pairs (enforced). The goal is the 5%; the enforced bound is
+generous (1.25, short mode 1.5): the handler's own cost per event (measured alone, a few
+microseconds) is the precise figure and is reported too.
 Also reported: ``snapshot()`` and ``render_prometheus`` over a crowd of agents.
 ``F09_BENCH_SHORT=1``: fewer blocks and a smaller crowd.
 """
@@ -43,15 +44,21 @@ def test_collector_overhead_on_a_2k_retrieval(benchmark) -> None:
         engine.retrieve(request, now=30_000)
     plain: list[float] = []
     observed: list[float] = []
+    paired: list[float] = []
     for i in range(BLOCKS):  # A/B alternating, the order flipped every other block
         first_with = i % 2 == 0
+        medians = {}
         for with_collector in (first_with, not first_with):
             if with_collector:
                 metrics = MetricsCollector(engine)
-                observed += _block(engine, request)
+                block = _block(engine, request)
                 metrics.close()
+                observed += block
             else:
-                plain += _block(engine, request)
+                block = _block(engine, request)
+                plain += block
+            medians[with_collector] = float(np.median(block))
+        paired.append(medians[True] / medians[False])
     with MetricsCollector(engine) as metrics:
         bundle = benchmark.pedantic(engine.retrieve, args=(request,), kwargs={"now": 30_000},
                                     rounds=rounds(1_000, 200), iterations=1, warmup_rounds=20)
@@ -60,8 +67,10 @@ def test_collector_overhead_on_a_2k_retrieval(benchmark) -> None:
     a, b = float(np.median(plain)) * 1e3, float(np.median(observed)) * 1e3
     record("retrieve 2k cand, median without collector", a, "ms", spec=None, goal=None)
     record("retrieve 2k cand, median with collector", b, "ms", spec=None, goal=None)
-    record("retrieve 2k cand with / without collector", b / a, "",
-           spec=1.5 if SHORT else 1.25, goal=1.05)
+    record("retrieve 2k cand with / without collector (medians)", b / a, "", spec=None,
+           goal=1.05)
+    record("retrieve 2k cand with / without collector (paired blocks)",
+           float(np.median(paired)), "", spec=1.5 if SHORT else 1.25, goal=1.05)
     ms = timings_ms(benchmark)
     record("retrieve 2k cand with collector, p95", np.percentile(ms, 95), "ms", spec=10.0,
            goal=0.5)

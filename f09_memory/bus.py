@@ -230,7 +230,11 @@ class RetrievalPerformed(_Payload):
 
 @dataclass(frozen=True, slots=True)
 class MemoryCompaction(_Payload):
-    """A compaction slice removed records of an agent."""
+    """Records of an agent were pruned by the retention policy (reason ``retention``).
+
+    By a tick's compaction slice, or at ingest when a layer passed its cap plus the slack;
+    ``remaining`` is the agent's live records after it.
+    """
 
     name: ClassVar[str] = "memory:compaction"
     agent_id: str

@@ -2,9 +2,10 @@
 
 A hypothesis state machine drives one engine through generated calls: ingest (one, many,
 a crowd's batch, claims), update, forget, retrieve (one, many, with query vectors), the
-readers, tick, pressure, the two summarization phases, save/load round trips and the memory
-tools, each argument drawn from valid values or hostile ones (lone surrogates, huge ints,
-NaN, wrong types, deep nesting, oversized strings). After every call:
+readers, introspection (snapshot, diff, explain, record_view, stats), tick, pressure, the
+two summarization phases, save/load round trips and the memory tools, each argument drawn
+from valid values or hostile ones (lone surrogates, huge ints, NaN, wrong types, deep
+nesting, oversized strings). After every call:
 
 - only a MemoryEngineError escapes (with a taxonomy code, never echoing a marked secret);
 - a rejected call leaves ``state_hash()`` and every id counter unchanged;
@@ -266,6 +267,24 @@ class EngineMachine(RuleBasedStateMachine):
         assert (engine.now, engine.pressure) is not None
         assert sorted(engine.agents()) == engine.agents()
         self.attempt(lambda: engine.summarization.pending())
+
+    @rule(data=st.data())
+    def introspect(self, data: st.DataObject) -> None:
+        intro = self.engine.introspection
+        a = self.args(data, request=REQUEST, now=DELTA, agent=st.one_of(st.none(), AGENT),
+                      layer=st.one_of(st.none(), LAYER),
+                      limit=st.one_of(st.none(), st.integers(1, 30)), offset=st.integers(0, 40),
+                      redact=st.booleans(), since=st.integers(0, intro.version + 1),
+                      record_id=st.sampled_from(self.ids or ["a:0000000000"]))
+        before = self.engine.state_hash()  # pure reads, whether they succeed or not
+        self.attempt(lambda: intro.snapshot(a["agent"], layer=a["layer"], limit=a["limit"],
+                                            offset=a["offset"], redact=a["redact"]))
+        self.attempt(lambda: intro.diff(a["since"], a["agent"], redact=a["redact"]))
+        self.attempt(lambda: intro.explain(a["request"], now=a["now"],
+                                           redact=a["redact"]).candidates)
+        self.attempt(lambda: intro.record_view(a["record_id"], redact=a["redact"]))
+        self.attempt(intro.stats)
+        assert before == self.engine.state_hash()
 
     # ------------------------------------------------------------------ maintenance
     @rule(data=st.data())

@@ -17,6 +17,7 @@ import numpy as np
 
 from f09_memory.bus import (
     EngineBus,
+    MemoryCompaction,
     RecordCreated,
     RecordExpired,
     RecordRedacted,
@@ -56,6 +57,7 @@ __all__ = ["Writer", "reinforced"]
 logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
 _CREATED, _EXPIRED, _REDACTED = RecordCreated.name, RecordExpired.name, RecordRedacted.name
+_COMPACTION = MemoryCompaction.name
 _TAGS = {"memory:record:created": "[MEM][CREATE]", "memory:record:redacted": "[MEM][REDACT]",
          "memory:record:expired": "[MEM][EXPIRE]", "memory:compaction": "[MEM][COMPACT]",
          "memory:embedding:failed": "[MEM][ERROR]", **dict.fromkeys(
@@ -274,7 +276,8 @@ class Writer:
         report_created = self.wants(RecordCreated.name)
         report_expired = self.wants(RecordExpired.name)
         report_redacted = self.wants(RecordRedacted.name)
-        if report_created or report_expired or report_redacted:
+        report_compaction = self.wants(_COMPACTION)
+        if report_created or report_expired or report_redacted or report_compaction:
             for am, new, _, evicted, labels, capped in added:
                 agent_id = am.agent_id
                 for i, key in enumerate(new.keys):
@@ -291,6 +294,9 @@ class Writer:
                 if report_expired:
                     events.extend(RecordExpired(id=r.id, layer=r.layer.value,
                                                 reason="retention") for r in capped)
+                if capped and report_compaction:
+                    events.append(MemoryCompaction(agent_id=agent_id, removed=len(capped),
+                                                   remaining=am.live))
         return results
 
     def _hold_caps(self, am: AgentMemory, now: int, out: list[Removed],
@@ -301,7 +307,8 @@ class Writer:
         ``protected_min`` best kept), so a layer never holds more than ``cap + slack``
         records whatever the tick budget: O(1) per ingest until the slack fills, then one
         O(n) numpy selection per ``slack`` ingests. ``keep`` (a single ingest's new key) is
-        never the one evicted.
+        never the one evicted. The caller reports them (``memory:record:expired`` reason
+        ``retention``, then one ``memory:compaction``).
         """
         if len(am.slot_of) - am.ring.live <= self._free_below:  # the common case: far below
             return
@@ -550,7 +557,8 @@ class Writer:
             self._hold_caps(am, now, capped, keep=key)
         wants = self.bus.wants
         if wants(_CREATED) or ((evicted is not None or capped) and wants(_EXPIRED)) or (
-                labels and wants(_REDACTED)) or logger.isEnabledFor(logging.DEBUG):
+                labels and wants(_REDACTED)) or (capped and wants(_COMPACTION)) or (
+                logger.isEnabledFor(logging.DEBUG)):
             events: list[Any] = []
             if evicted is not None and self.wants(RecordExpired.name):
                 events.append(RecordExpired(id=evicted.id, layer=evicted.layer.value,
@@ -558,6 +566,9 @@ class Writer:
             if capped and self.wants(RecordExpired.name):
                 events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason="retention")
                               for r in capped)
+            if capped and self.wants(_COMPACTION):
+                events.append(MemoryCompaction(agent_id=agent_id, removed=len(capped),
+                                               remaining=am.live))
             if self.wants(RecordCreated.name):
                 events.append(RecordCreated(id=am.id_of(key), layer=layer.value,
                                             agent_id=agent_id, importance=importance))

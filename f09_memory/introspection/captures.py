@@ -152,8 +152,8 @@ class CaptureRing:
         self._version += 1
         capture = Capture(self._version, agent_id, now, agents)
         self._ring.append(capture)
-        kept = {a for c in self._ring for a in c.agents}
-        if len(self._last) > len(kept):  # agents no longer in any capture
+        if self._version % CAPTURES_KEPT == 0:  # now and then: forget agents no capture holds
+            kept = {a for c in self._ring for a in c.agents}
             for gone in [a for a in self._last if a not in kept]:
                 del self._last[gone]
         return capture

@@ -51,6 +51,7 @@ __all__ = ["Introspector"]
 
 _LAYER_NAMES = [layer.value for layer in LAYERS_BY_CODE]
 _MAX_PAGE = 1_000_000
+_MAX_OFFSET = 2**40
 
 
 def _bool(value: object, field: str) -> bool:
@@ -59,9 +60,9 @@ def _bool(value: object, field: str) -> bool:
     return value
 
 
-def _count(value: object, field: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_PAGE:
-        raise InputInvalidError(f"{field} must be an int in {low}..{_MAX_PAGE}",
+def _count(value: object, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputInvalidError(f"{field} must be an int in {low}..{high}",
                                 details={"field": field})
     return value
 
@@ -132,12 +133,12 @@ class Introspector:
 
         Raises:
             InputInvalidError: A malformed agent id, layer, ``limit`` (1..1,000,000),
-                ``offset`` (0..1,000,000) or ``redact`` (state unchanged).
+                ``offset`` (0..2**40) or ``redact`` (state unchanged).
         """
         agent = self._agent_id(agent_id)
         code = None if layer is None else parse_layer(layer).code
-        size = None if limit is None else _count(limit, "limit", 1)
-        skip = _count(offset, "offset", 0)
+        size = None if limit is None else _count(limit, "limit", 1, _MAX_PAGE)
+        skip = _count(offset, "offset", 0, _MAX_OFFSET)
         redact_many = self._redact(redact)
         capture = self._ring.add(agent, self._state.clock, self._scope(agent))
         now = capture.now

@@ -15,15 +15,17 @@ compressionUsageRate            ``memory:retrieval`` ``compressionApplied`` / re
 summarizationTasks*             ``memory:summarization:queued|completed|failed`` (the agent
                                 from the task id ``sum:<agent>:<n>``)
 redactedRecords                 ``memory:record:redacted``
-retentionPrunedCount            ``memory:record:expired`` with reason ``retention``
+retentionPrunedCount            ``memory:compaction`` ``removed`` (a tick's compaction, or
+                                an ingest that passed a cap plus the slack)
 series()                        ``memory:tick`` (one :class:`TickPoint` per tick)
 ==============================  ===========================================================
 
 Cost: the events above are built only because the collector listens (the bus skips them
 otherwise); a retrieval costs the collector three reservoir offers and a few counter
-increments (``benchmarks/bench_observability.py``: well under 5% of a 2k-candidate
-retrieval). Memory: at most ``reservoir_size`` floats per agent that retrieved, plus
-``history`` tick points.
+increments (``benchmarks/bench_observability.py``: under 5% of a 2k-candidate
+retrieval). It listens to no per-record event of the common paths (``created``,
+``expired``), so ingests and evictions cost it nothing. Memory: at most
+``reservoir_size`` floats per agent that retrieved, plus ``history`` tick points.
 
 A ``retrieve_many`` frame reports, for each bundle, the time from the frame's start to that
 bundle (what its ``diagnostics.time_ms`` says), so per-agent latencies in a crowd frame grow
@@ -43,7 +45,7 @@ from types import TracebackType
 from typing import Any
 
 from f09_memory.bus import (
-    RecordExpired,
+    MemoryCompaction,
     RecordRedacted,
     RetrievalPerformed,
     SummarizationCompleted,
@@ -84,31 +86,32 @@ def _agent_key(agent_id: str) -> list[int]:
 
 
 class _Counters:
-    """The event counters of one agent (or of all): a latency reservoir and counts."""
+    """The event counters of one agent (or of all): a latency reservoir and counts.
 
-    __slots__ = ("completed", "compressed", "failed", "latency", "pruned", "quantiles",
-                 "quantiles_at", "queued", "redacted")
+    :meth:`metrics` keeps its last result and gives it again while nothing changed (no new
+    event, the same record counts), so a snapshot of a quiet crowd costs a tuple compare
+    per agent and a percentile only where latencies came in.
+    """
+
+    __slots__ = ("cached", "cached_key", "completed", "compressed", "failed", "latency",
+                 "pruned", "queued", "redacted")
 
     def __init__(self, latency: LatencyReservoir) -> None:
         self.latency = latency
         self.compressed = self.queued = self.completed = self.failed = 0
         self.redacted = self.pruned = 0
-        self.quantiles: tuple[float, ...] = (0.0, 0.0)
-        self.quantiles_at = 0
-
-    def p50_p95(self) -> tuple[float, ...]:
-        """The reservoir's median and 95th percentile, recomputed only after new values."""
-        count = self.latency.count
-        if count != self.quantiles_at:
-            self.quantiles = self.latency.quantiles(50, 95)
-            self.quantiles_at = count
-        return self.quantiles
+        self.cached: AgentMetrics | None = None
+        self.cached_key: tuple[Any, ...] = ()
 
     def metrics(self, counts: dict[str, int] | None) -> AgentMetrics:
         """The agent's metrics with the record ``counts`` read from the engine."""
         latency = self.latency
         retrievals = latency.count
-        p50, p95 = self.p50_p95()
+        key = (retrievals, self.queued, self.completed, self.failed, self.redacted,
+               self.pruned, tuple(counts.values()) if counts else ())
+        if key == self.cached_key and self.cached is not None:
+            return self.cached
+        p50, p95 = latency.quantiles(50, 95)
         values: dict[str, Any] = _record_counts(counts)
         values.update(
             retrievals=retrievals,
@@ -122,7 +125,9 @@ class _Counters:
             redacted_records=self.redacted,
             retention_pruned_count=self.pruned,
         )
-        return trusted(AgentMetrics, values)
+        self.cached = metrics = trusted(AgentMetrics, values)
+        self.cached_key = key
+        return metrics
 
 
 def _record_counts(counts: dict[str, int] | None) -> dict[str, Any]:
@@ -189,6 +194,8 @@ class MetricsCollector:
         self.history = history
         self._engine = engine
         self._agents: dict[str, _Counters] = {}
+        self._quiet: dict[str, tuple[tuple[int, ...], AgentMetrics]] = {}
+        """Agents no event named yet: their last record counts and metrics."""
         self._all = _Counters(LatencyReservoir(reservoir_size, seed=[seed, _AGGREGATE]))
         self._window = LatencyReservoir(reservoir_size, seed=[seed, _WINDOW])
         self._add_all = self._all.latency.add
@@ -202,7 +209,7 @@ class MetricsCollector:
             bus.subscribe(SummarizationCompleted.name, self._on_completed),
             bus.subscribe(SummarizationFailed.name, self._on_failed),
             bus.subscribe(RecordRedacted.name, self._on_redacted),
-            bus.subscribe(RecordExpired.name, self._on_expired),
+            bus.subscribe(MemoryCompaction.name, self._on_compaction),
             bus.subscribe(TickCompleted.name, self._on_tick),
         ]
 
@@ -247,13 +254,10 @@ class MetricsCollector:
         if parts is not None:
             self._agent(parts[0]).redacted += 1
 
-    def _on_expired(self, ev: RecordExpired) -> None:
-        if ev.reason != "retention":
-            return
-        self._all.pruned += 1
-        parts = split_record_id(ev.id)
-        if parts is not None:
-            self._agent(parts[0]).pruned += 1
+    def _on_compaction(self, ev: MemoryCompaction) -> None:
+        if ev.removed:
+            self._all.pruned += ev.removed
+            self._agent(ev.agent_id).pruned += ev.removed
 
     def _on_tick(self, ev: TickCompleted) -> None:
         window = self._window
@@ -268,8 +272,9 @@ class MetricsCollector:
     def snapshot(self) -> MetricsSnapshot:
         """Every agent's metrics and the aggregate, now.
 
-        Owner thread only (it reads the engine's record counts). O(agents) plus a
-        percentile of each reservoir that received values since the previous snapshot.
+        Owner thread only (it reads the engine's record counts). O(agents); an agent's
+        metrics are rebuilt (with a percentile of its reservoir) only when an event named
+        it or its record counts changed since the previous snapshot.
 
         Raises:
             InputInvalidError: Called from a thread other than the engine's owner.
@@ -279,10 +284,18 @@ class MetricsCollector:
         now = engine.now
         agents: dict[str, AgentMetrics] = {}
         known = self._agents
+        quiet = self._quiet
         for agent_id in sorted(counts.keys() | known.keys()):
             counters = known.get(agent_id)
-            agents[agent_id] = (_counts_only(counts[agent_id]) if counters is None
-                                else counters.metrics(counts.get(agent_id)))
+            if counters is not None:
+                agents[agent_id] = counters.metrics(counts.get(agent_id))
+                continue
+            by_layer = counts[agent_id]
+            key = tuple(by_layer.values())
+            seen = quiet.get(agent_id)
+            if seen is None or seen[0] != key:
+                quiet[agent_id] = seen = (key, _counts_only(by_layer))
+            agents[agent_id] = seen[1]
         totals: dict[str, int] = {}
         for by_layer in counts.values():
             for layer, n in by_layer.items():

@@ -34,9 +34,9 @@ class AgentMetrics(BoundaryModel):
             (pressure), 0..1 (0.0 when none).
         redacted_records: ``memory:record:redacted`` events (a record stored or updated with
             private data replaced).
-        retention_pruned_count: Records removed by the retention policy (layer caps, at
-            ingest or by a tick's compaction: ``memory:record:expired`` reason
-            ``retention``).
+        retention_pruned_count: Records removed by the retention policy (layer caps, by a
+            tick's compaction or at ingest past the slack: ``memory:compaction``
+            ``removed``; each also ``memory:record:expired`` reason ``retention``).
     """
 
     memory_records_total: int = 0

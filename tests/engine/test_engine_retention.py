@@ -45,6 +45,26 @@ def test_ingest_never_lets_a_layer_pass_its_cap_plus_the_slack() -> None:
     engine._check()
 
 
+def test_pruning_at_ingest_is_reported_as_a_compaction_too() -> None:
+    engine = capped()  # social cap 15, slack 1: the 17th record prunes back to the cap
+    with capture_events(engine.bus, "memory:*") as log:
+        engine.ingest_many("b", [{"content": f"rumour {i}", "layer": "social"}
+                                 for i in range(16)], now=0)
+        assert [] == log.of("memory:compaction")
+        engine.ingest("b", "rumour 16", layer="social", now=1)  # the single-record path
+        engine.ingest_many("c", [{"content": f"fact {i}", "layer": "semantic"}
+                                 for i in range(30)], now=1)  # the batch path
+    expired = [e.id.split(":")[0] for e in log.of("memory:record:expired")
+               if e.reason == "retention"]
+    compactions = [(e.agent_id, e.removed, e.remaining) for e in log.of("memory:compaction")]
+    assert [("b", 2, 15), ("c", 10, 20)] == compactions
+    assert ["b"] * 2 + ["c"] * 10 == expired
+    names = log.names()
+    assert names.index("memory:compaction") > max(
+        i for i, e in enumerate(log.events) if e.name == "memory:record:expired"
+        and e.id.startswith("b:"))
+
+
 def test_budgeted_compaction_resumes_and_matches_an_unbounded_tick() -> None:
     def load(engine: MemoryEngine) -> None:
         for agent in ("a", "b", "c"):

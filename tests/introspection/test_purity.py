@@ -132,12 +132,17 @@ def test_redacted_output_never_holds_the_raw_secret() -> None:
         r.id for r in engine.retrieve(request, now=20).records]
 
 
-def test_an_explanation_keeps_the_state_of_its_call() -> None:
+def test_an_explanation_keeps_the_state_of_its_call_and_builds_on_any_thread() -> None:
     engine = MemoryEngine(MemoryConfig(), embedder=None)
     load(engine, 0)
-    x = engine.introspection.explain(REQUEST)
+    x, y = engine.introspection.explain(REQUEST), engine.introspection.explain(REQUEST)
     engine.forget(agent_id="npc")  # later changes do not reach the built candidates
     assert len(x.candidates) == 6 and x.candidates[0].content.startswith("the smith owes")
+    built: list[str] = []  # a server serializes off the owner thread: no engine access
+    worker = threading.Thread(target=lambda: built.append(y.model_dump_json(by_alias=True)))
+    worker.start()
+    worker.join()
+    assert built == [x.model_dump_json(by_alias=True)]
 
 
 def test_model_dumps_are_json(request: Any) -> None:

@@ -123,3 +123,15 @@ def test_record_view_of_no_live_record_is_not_found(rid: Any) -> None:
 def test_a_snapshot_round_trips_through_its_json() -> None:
     snap = village().introspection.snapshot("ada")
     assert MemorySnapshot.parse(snap.model_dump(by_alias=True, mode="json")) == snap
+
+
+def test_a_loaded_engine_shows_the_same_records_and_digests(tmp_path: Any) -> None:
+    engine = village()
+    engine.tick(700)
+    path = tmp_path / "village.f09"
+    engine.save(path)
+    loaded = MemoryEngine.load(path, embedder=None)
+    before = engine.introspection.snapshot(redact=False)
+    after = loaded.introspection.snapshot(redact=False)
+    assert after.records == before.records and after.version == 1
+    assert loaded.introspection.stats().per_agent == engine.introspection.stats().per_agent

@@ -245,3 +245,23 @@ def test_task_agent_reads_the_task_id_format(task_id: str, agent: str | None) ->
 
 def test_module_examples_run() -> None:
     assert 0 == doctest.testmod(collector_module).failed
+
+
+def test_snapshots_reuse_unchanged_agents_and_never_go_stale() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    metrics = MetricsCollector(engine)
+    engine.ingest_batch([{"agent_id": a, "content": "seen"} for a in ("a", "b", "c")], now=1)
+    request = RetrievalRequest(agent_id="a", purpose="dialog", max_tokens=50)
+    engine.retrieve(request, now=1)
+    first = metrics.snapshot()
+    again = metrics.snapshot()
+    assert all(first.agents[k] is again.agents[k] for k in "abc")  # nothing changed
+    engine.retrieve(request, now=1)
+    engine.ingest("b", "more", now=2)
+    engine.ingest("c", "a secret@example.com", now=2)
+    after = metrics.snapshot()
+    assert (1, 2) == (first.agents["a"].retrievals, after.agents["a"].retrievals)
+    assert (1, 2) == (first.agents["b"].episodic_count, after.agents["b"].episodic_count)
+    assert (0, 1) == (first.agents["c"].redacted_records, after.agents["c"].redacted_records)
+    assert 2 == after.agents["c"].memory_records_total
+    assert after.aggregate.retrievals == 2 and after.aggregate.memory_records_total == 5
