@@ -24,7 +24,7 @@ from f09_memory.determinism.scenario import LIFECYCLE_CONFIG
 from f09_memory.ingestion import Claim
 from f09_memory.testing import ScriptedLLM
 
-ROUNDS = 32
+ROUNDS = int(os.environ.get("F09_CRASH_ROUNDS", "16"))  # a soak: F09_CRASH_ROUNDS=500
 CALLS = 160
 SEC = 1_000
 
