@@ -38,7 +38,12 @@ from f09_memory.introspection.models import (
     MemorySnapshot,
     RecordView,
 )
-from f09_memory.introspection.views import RedactMany, record_views, view_fields
+from f09_memory.introspection.views import (
+    RedactionMemo,
+    RedactMany,
+    record_views,
+    view_fields,
+)
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.orchestrator import Retriever
 from f09_memory.retrieval.service import RetrievalService
@@ -93,8 +98,8 @@ class Introspector:
         self._agent_id_max = config.max_agent_id_chars
         # text stored in redaction mode ON was redacted at ingest by these very patterns and
         # key: it leaves as it is; an engine storing raw text is redacted on the way out
-        self._outgoing = (None if config.redaction_mode
-                          else Redactor.from_config(config, enabled=True))
+        self._outgoing = (None if config.redaction_mode else RedactionMemo(
+            Redactor.from_config(config, enabled=True).redact_lines))
         # the ingest redactor's patterns, key and mode, with counts of its own
         self._filters = Redactor.from_config(config)
         self._ring = CaptureRing()
@@ -102,7 +107,7 @@ class Introspector:
     # ------------------------------------------------------------------ helpers
     def _redact(self, redact: object) -> RedactMany | None:
         wanted = _bool(redact, "redact")  # checked whatever the mode
-        return self._outgoing.redact_lines if wanted and self._outgoing is not None else None
+        return self._outgoing if wanted else None
 
     def _agent_id(self, agent_id: object) -> str | None:
         return None if agent_id is None else validate_agent_id(agent_id, self._agent_id_max)

@@ -24,10 +24,54 @@ from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.store.records import CLAIM_STATUSES, NO_DEADLINE
 
-__all__ = ["COMPARED_FIELDS", "RedactMany", "ViewFields", "record_views", "view_fields"]
+__all__ = ["COMPARED_FIELDS", "RedactMany", "RedactionMemo", "ViewFields", "record_views",
+           "view_fields"]
 
 RedactMany = Callable[[list[str]], list[str]]
 """Redacts texts in one batch (an enabled ``Redactor.redact_lines``)."""
+
+
+class RedactionMemo:
+    """A :data:`RedactMany` that remembers what it redacted, for views read again and again.
+
+    Redaction on the way out is a pure function of the text (same patterns, same key), and
+    an operator's page reads the same unchanged records on every refresh: each distinct text
+    is redacted once, then looked up. At most ``max_chars`` characters of texts are kept;
+    past that the memo starts over (a bound on memory, never on correctness).
+
+    Args:
+        redact: The batch redactor (an enabled ``Redactor.redact_lines``).
+        max_chars: Characters of remembered texts (keys) before the memo is cleared.
+    """
+
+    def __init__(self, redact: RedactMany, max_chars: int = 8_000_000) -> None:
+        self._redact = redact
+        self._max_chars = max_chars
+        self._chars = 0
+        self._memo: dict[str, str] = {}
+
+    def __call__(self, texts: list[str]) -> list[str]:
+        """The redacted ``texts``, in order; only texts not seen before reach the redactor.
+
+        Runtime complexity: O(k) lookups, plus one redaction batch of the unseen texts.
+        """
+        memo = self._memo
+        found = list(map(memo.get, texts))
+        missing = [text for text, done in zip(texts, found, strict=True) if done is None]
+        if not missing:
+            return found  # type: ignore[return-value]
+        unique = list(dict.fromkeys(missing))
+        size = sum(map(len, unique))
+        if self._chars + size > self._max_chars:
+            memo.clear()
+            self._chars = 0
+        redacted = self._redact(unique)
+        if size <= self._max_chars:
+            memo.update(zip(unique, redacted, strict=True))
+            self._chars += size
+        fresh = dict(zip(unique, redacted, strict=True))
+        return [fresh[text] if done is None else done
+                for text, done in zip(texts, found, strict=True)]
 
 COMPARED_FIELDS = ("content", "createdAt", "digest", "expiresAt", "importance", "layer",
                    "recencyAnchor", "redacted", "sourceEvent", "status", "tags",
