@@ -108,10 +108,15 @@ def test_state_hash_follows_changes_and_snapshots_scale(benchmark) -> None:
            goal=20.0)
     record("state_hash after 1,000 changes / first full hash", after / first, "", spec=0.25,
            goal=None)
-    t0 = time.perf_counter()
-    gc.collect()
-    pause = (time.perf_counter() - t0) * 1000.0
-    record(f"gen-2 GC pause, {n // 1000}k live records", pause, "ms", spec=None, goal=50.0)
+    pauses = []
+    for _ in range(4):  # the first also frees the garbage of the rounds above
+        t0 = time.perf_counter()
+        gc.collect()
+        pauses.append((time.perf_counter() - t0) * 1000.0)
+    record(f"gen-2 GC pause, {n // 1000}k live records (median of 3)",
+           float(np.median(pauses[1:])), "ms", spec=None, goal=50.0)
+    record(f"gen-2 GC pause, {n // 1000}k live records, first (with garbage)", pauses[0], "ms",
+           spec=None, goal=None)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "crowd.f09"
         save = _timed(lambda: engine.save(path))
