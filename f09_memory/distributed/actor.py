@@ -17,8 +17,8 @@ twice.
 Durable mode (``path``): the shard is ``ShardEngine.open(path)`` (SQLite snapshot plus
 journal, ``commit="call"``). Ray restarts a dead actor by running ``__init__`` again with
 the same arguments, which reopens the database: the state is that of the last acknowledged
-write. A new database can start from a snapshot (a load or a re-shard): it is written as
-the database's first checkpoint.
+write. A new shard can start from snapshots (a load or a re-shard, :meth:`ShardActor.restore`):
+durable, they become its database's first checkpoint.
 """
 
 from __future__ import annotations
@@ -114,13 +114,12 @@ class ShardSpec:
         commit: Durable commit mode.
         checkpoint_every: Journal rows between two durable checkpoints.
         embedder: The embedding provider (``None``: the default seeded embedder).
-        snapshots: Snapshot bytes to start from (re-sharded to this shard's agents).
     """
 
     def __init__(self, index: int, shards: int, config: MemoryConfig, seed: int,
                  path: str | None = None, commit: CommitMode = "call",
-                 checkpoint_every: int = 10_000, embedder: EmbeddingProvider | None = None,
-                 snapshots: Sequence[bytes] = ()) -> None:
+                 checkpoint_every: int = 10_000,
+                 embedder: EmbeddingProvider | None = None) -> None:
         self.index = index
         self.shards = shards
         self.config = config
@@ -129,7 +128,6 @@ class ShardSpec:
         self.commit: CommitMode = commit
         self.checkpoint_every = checkpoint_every
         self.embedder = embedder
-        self.snapshots = list(snapshots)
 
 
 def _error(exc: MemoryEngineError) -> tuple[str, str, dict[str, Any]]:
@@ -153,30 +151,49 @@ class ShardActor:
         self._hasher = BundleHasher()
         self._make_request = trusted_factory(RetrievalRequest)
         self.pid = os.getpid()
-        adapters: dict[str, Any] = {}
-        if spec.embedder is not None:
-            adapters["embedder"] = spec.embedder
-        snapshot = self._initial_snapshot()
+        self.engine = self._open()
+
+    def _adapters(self) -> dict[str, Any]:
+        embedder = self.spec.embedder
+        return {} if embedder is None else {"embedder": embedder}
+
+    def _open(self) -> ShardEngine:
+        spec = self.spec
         if spec.path is None:
-            self.engine = (ShardEngine.loads(snapshot, **adapters) if snapshot is not None
-                           else ShardEngine(spec.config, seed=spec.seed, **adapters))
-            return
-        path = Path(spec.path)
-        if snapshot is not None and not path.exists():
-            seeded = ShardEngine.loads(snapshot, **adapters)
-            log = DurableLog(path, commit=spec.commit)  # a new database: its first snapshot
+            return ShardEngine(spec.config, seed=spec.seed, **self._adapters())
+        return ShardEngine.open(Path(spec.path), spec.config, seed=spec.seed,
+                                commit=spec.commit, checkpoint_every=spec.checkpoint_every,
+                                **self._adapters())
+
+    def restore(self, *snapshots: bytes) -> Reply:
+        """Start this new, empty shard from ``snapshots``, keeping its own agents.
+
+        Durable mode: the database is replaced by one whose first snapshot is that state
+        (a restart reopens it). Not an argument of ``__init__``: Ray keeps an actor's
+        constructor arguments for its restarts only while they are in scope.
+        """
+        def call() -> None:
+            engine = self.engine
+            if engine.ops.seq() or engine.agents():
+                raise InputInvalidError("only a new, empty shard can be restored",
+                                        details={"shard": self.spec.index})
+            blob = merge_snapshots(snapshots, self.owns)
+            seeded = ShardEngine.loads(blob, **self._adapters())
+            path = self.spec.path
+            if path is None:
+                self.engine = seeded
+                return
+            engine.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(path + suffix).unlink(missing_ok=True)
+            log = DurableLog(path, commit=self.spec.commit)  # a new database
             try:
                 log.checkpoint(seeded.dumps())
             finally:
                 log.close()
-        self.engine = ShardEngine.open(path, spec.config, seed=spec.seed, commit=spec.commit,
-                                       checkpoint_every=spec.checkpoint_every, **adapters)
+            self.engine = self._open()
 
-    def _initial_snapshot(self) -> bytes | None:
-        spec = self.spec
-        if not spec.snapshots:
-            return None
-        return merge_snapshots(spec.snapshots, self.owns)
+        return self._run(self._wanted, call)
 
     # ------------------------------------------------------------------ plumbing
     def _listen(self, wanted: tuple[str, ...]) -> None:

@@ -81,7 +81,7 @@ MANIFEST_NAME = "manifest.json"
 _MANIFEST_KIND = "f09-memory-shards"
 _MANIFEST_VERSION = 1
 _ROUTING = "jump-blake2b-64"
-_RESTART_WAIT_S = 120.0
+_RESTART_WAIT_S = 60.0
 
 
 def merge_tick_reports(reports: Sequence[TickReport]) -> TickReport:
@@ -224,8 +224,12 @@ class ShardedMemoryEngine:
             remote.options(**options).remote(ShardSpec(
                 i, shards, config, seed,
                 None if self.path is None else str(self.path / f"shard-{i:04d}.db"),
-                commit, checkpoint_every, embedder, _snapshots))
+                commit, checkpoint_every, embedder))
             for i in range(shards)]
+        if _snapshots:
+            blobs = [ray.put(bytes(b)) for b in _snapshots]  # once in the object store
+            self._collect({i: ((lambda a=actor: a.restore.remote(*blobs)), None)
+                           for i, actor in enumerate(self._actors)})
         self._seq = self._gather_plain("applied")
         self._refresh_positions()
 
