@@ -228,8 +228,11 @@ class ShardedMemoryEngine:
             for i in range(shards)]
         if _snapshots:
             blobs = [ray.put(bytes(b)) for b in _snapshots]  # once in the object store
-            self._collect({i: ((lambda a=actor: a.restore.remote(*blobs)), None)
-                           for i, actor in enumerate(self._actors)})
+
+            def restore(actor: Any) -> Callable[[], Any]:
+                return lambda: actor.restore.remote(*blobs)
+
+            self._collect({i: (restore(actor), None) for i, actor in enumerate(self._actors)})
         self._seq = self._gather_plain("applied")
         self._refresh_positions()
 
@@ -585,9 +588,12 @@ class ShardedMemoryEngine:
             if not trusted[i]:
                 parts[i] = originals[i]
         wanted = self._wanted()
-        pending = {i: ((lambda a=self._actors[i], p=part, t=trusted[i]:
-                        a.retrieve_many.remote(wanted, p, t, now, hashes)), None)
-                   for i, part in parts.items()}
+
+        def serve(actor: Any, part: list[Any], is_trusted: bool) -> Callable[[], Any]:
+            return lambda: actor.retrieve_many.remote(wanted, part, is_trusted, now, hashes)
+
+        pending: dict[int, tuple[Callable[[], Any], int | None]] = {
+            i: (serve(self._actors[i], part, trusted[i]), None) for i, part in parts.items()}
         got = self._collect(pending)
         total = sum(len(p) for p in parts.values())
         blobs: list[bytes] = [b""] * total

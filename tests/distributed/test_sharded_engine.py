@@ -23,7 +23,7 @@ from f09_memory.errors import (
 
 pytest.importorskip("ray")
 
-from f09_memory.distributed import ShardedMemoryEngine  # noqa: E402
+from f09_memory.distributed import ShardedMemoryEngine
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 AGENTS, TICKS, SEED = 12, 16, 42
