@@ -164,6 +164,8 @@ class ShardedMemoryEngine:
             seeded ``HashingEmbedder``).
         actor_options: Extra ``ActorClass.options(...)`` (``num_cpus``, a
             ``scheduling_strategy`` spreading shards over nodes, ``runtime_env``).
+        hash_bundles: ``retrieve_many`` computes each bundle's hash on its shard by default
+            (``ShardedBundles.hashes``; what a determinism check or ``simulate`` needs).
 
     Raises:
         InputInvalidError: Ray is missing, or a bad argument.
@@ -182,6 +184,7 @@ class ShardedMemoryEngine:
         checkpoint_every: int = 10_000,
         embedder: EmbeddingProvider | None = None,
         actor_options: Mapping[str, Any] | None = None,
+        hash_bundles: bool = False,
         _snapshots: Sequence[bytes] = (),
     ) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 4096:
@@ -207,6 +210,8 @@ class ShardedMemoryEngine:
         self.bus = EngineBus(handler_errors=config.bus_handler_errors)
         """The driver's bus: the shards' events, merged (``distributed.events``)."""
         self.path = None if path is None else Path(path)
+        self.hash_bundles = bool(hash_bundles)
+        """Whether ``retrieve_many`` computes bundle hashes on the shards by default."""
         self.last_busy_s = 0.0
         """The slowest shard's time in the last call (driver overhead = wall - this)."""
         self.last_tick_reports: list[TickReport] = []
@@ -551,14 +556,14 @@ class ShardedMemoryEngine:
         return bundle
 
     def retrieve_many(self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *,
-                      now: int | None = None, hashes: bool = False) -> ShardedBundles:
+                      now: int | None = None, hashes: bool | None = None) -> ShardedBundles:
         """Serve a crowd frame: one remote call per shard, bundles back in request order.
 
         Each shard runs ``MemoryEngine.retrieve_many`` over its agents' requests; the
         bundles are those of the single-process engine. They come back pickled one by one
         and are decoded when read (``ShardedBundles``); ``hashes=True`` also has the shards
-        compute each bundle's ``bundle_hash``. Runtime complexity: O(requests) on the
-        driver.
+        compute each bundle's ``bundle_hash`` (``None``: :attr:`hash_bundles`). Runtime
+        complexity: O(requests) on the driver.
 
         Raises:
             InputInvalidError: A request without an agent id, or refused by its shard.
@@ -567,6 +572,8 @@ class ShardedMemoryEngine:
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InputInvalidError("requests must be a list of requests",
                                     details={"field": "requests"})
+        if hashes is None:
+            hashes = self.hash_bundles
         shard = self.router.shard
         parts: dict[int, list[Any]] = {}
         originals: dict[int, list[Any]] = {}
@@ -588,16 +595,17 @@ class ShardedMemoryEngine:
             if not trusted[i]:
                 parts[i] = originals[i]
         wanted = self._wanted()
+        want = bool(hashes)
 
         def serve(actor: Any, part: list[Any], is_trusted: bool) -> Callable[[], Any]:
-            return lambda: actor.retrieve_many.remote(wanted, part, is_trusted, now, hashes)
+            return lambda: actor.retrieve_many.remote(wanted, part, is_trusted, now, want)
 
         pending: dict[int, tuple[Callable[[], Any], int | None]] = {
             i: (serve(self._actors[i], part, trusted[i]), None) for i, part in parts.items()}
         got = self._collect(pending)
         total = sum(len(p) for p in parts.values())
         blobs: list[bytes] = [b""] * total
-        hash_list: list[str] | None = [""] * total if hashes else None
+        hash_list: list[str] | None = [""] * total if want else None
         for i, (shard_blobs, shard_hashes) in got.items():
             for j, n in enumerate(where[i]):
                 blobs[n] = shard_blobs[j]
@@ -726,7 +734,8 @@ class ShardedMemoryEngine:
     def load(cls, source: str | os.PathLike[str], *, shards: int | None = None,
              path: str | os.PathLike[str] | None = None, commit: CommitMode = "call",
              embedder: EmbeddingProvider | None = None,
-             actor_options: Mapping[str, Any] | None = None) -> ShardedMemoryEngine:
+             actor_options: Mapping[str, Any] | None = None,
+             hash_bundles: bool = False) -> ShardedMemoryEngine:
         """Load a saved sharded engine (a folder) or a ``MemoryEngine`` snapshot (a file).
 
         Onto ``shards`` shards (default: as saved). Each new shard receives every saved
@@ -742,7 +751,8 @@ class ShardedMemoryEngine:
         config = _config_of(blobs[0])
         seed = _seed_of(blobs[0])
         engine = cls(config, shards=count, seed=seed, path=path, commit=commit,
-                     embedder=embedder, actor_options=actor_options, _snapshots=blobs)
+                     embedder=embedder, actor_options=actor_options,
+                     hash_bundles=hash_bundles, _snapshots=blobs)
         if expect is not None and engine.state_hash() != expect:
             raise SnapshotInvalidError("the loaded shards do not give the saved state hash",
                                        details={"expected": expect})
