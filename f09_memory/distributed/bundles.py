@@ -1,17 +1,17 @@
 """The bundles of a sharded ``retrieve_many``: built on the shards, decoded when read.
 
 A crowd frame's bundles are made on the shards (in parallel) and each is pickled there on
-its own; the driver only puts the blobs back in request order. :class:`ShardedBundles` is a
-sequence of ``RetrievedBundle`` that unpickles a bundle the first time it is read, so a
-driver that hands bundles on (to agent workers, over the network) never pays for building
-objects it does not use. With ``hashes=True`` the shards also computed each bundle's
+its own; they stay in Ray's object store, on the shard's node, until one is read.
+:class:`ShardedBundles` is a sequence of ``RetrievedBundle`` that fetches a shard's blobs the
+first time one of its bundles is read and unpickles each bundle on its first read, so a
+driver that only checks hashes, or hands bundles on, never moves or builds them. With ``hashes=True`` the shards also computed each bundle's
 ``bundle_hash`` (``determinism.hashing``), so a determinism check needs no decoding at all.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
 from f09_memory.schema.retrieval import RetrievedBundle
@@ -20,23 +20,29 @@ __all__ = ["ShardedBundles"]
 
 
 class ShardedBundles(Sequence[RetrievedBundle]):
-    """One bundle per request, in request order, decoded on first access.
+    """One bundle per request, in request order, fetched and decoded on first access.
 
     Args:
-        blobs: Each bundle pickled by its shard.
+        where: For each request, ``(shard, position in that shard's blobs)``.
+        fetch: Per shard, a function returning its list of pickled bundles.
         hashes: Each bundle's ``bundle_hash`` (``None``: not computed).
 
-    Runtime complexity: ``len`` O(1); the first access of a bundle O(its size).
+    Runtime complexity: ``len`` O(1); the first access of a shard's bundle O(the shard's
+    blobs) (one fetch), of a bundle O(its size).
     """
 
-    def __init__(self, blobs: list[bytes], hashes: list[str] | None = None) -> None:
-        self._blobs = blobs
-        self._decoded: list[RetrievedBundle | None] = [None] * len(blobs)
+    def __init__(self, where: list[tuple[int, int]],
+                 fetch: Mapping[int, Callable[[], list[bytes]]],
+                 hashes: list[str] | None = None) -> None:
+        self._where = where
+        self._fetch = dict(fetch)
+        self._blobs: dict[int, list[bytes]] = {}
+        self._decoded: list[RetrievedBundle | None] = [None] * len(where)
         self.hashes = hashes
         """Each bundle's ``bundle_hash`` as computed on its shard (``None``: not asked)."""
 
     def __len__(self) -> int:
-        return len(self._blobs)
+        return len(self._where)
 
     @overload
     def __getitem__(self, index: int) -> RetrievedBundle: ...
@@ -49,7 +55,7 @@ class ShardedBundles(Sequence[RetrievedBundle]):
             return [self[i] for i in range(*index.indices(len(self)))]
         got = self._decoded[index]
         if got is None:
-            got = pickle.loads(self._blobs[index])  # our own shards' bytes
+            got = pickle.loads(self.blob(index))  # our own shards' bytes
             assert isinstance(got, RetrievedBundle)
             self._decoded[index] = got
         return got
@@ -58,5 +64,9 @@ class ShardedBundles(Sequence[RetrievedBundle]):
         return (self[i] for i in range(len(self)))
 
     def blob(self, index: int) -> bytes:
-        """The pickled bundle ``index`` as its shard sent it (to hand on undecoded)."""
-        return self._blobs[index]
+        """The pickled bundle ``index`` as its shard made it (to hand on undecoded)."""
+        shard, j = self._where[index]
+        blobs = self._blobs.get(shard)
+        if blobs is None:
+            blobs = self._blobs[shard] = self._fetch[shard]()
+        return blobs[j]

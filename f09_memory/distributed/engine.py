@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -235,7 +236,7 @@ class ShardedMemoryEngine:
             blobs = [ray.put(bytes(b)) for b in _snapshots]  # once in the object store
 
             def restore(actor: Any) -> Callable[[], Any]:
-                return lambda: actor.restore.remote(*blobs)
+                return lambda: actor.restore.remote(*blobs)  # refs resolved by Ray
 
             self._collect({i: (restore(actor), None) for i, actor in enumerate(self._actors)})
         self._seq = self._gather_plain("applied")
@@ -337,18 +338,9 @@ class ShardedMemoryEngine:
                 self._seq[i] += 1
                 seq = self._seq[i]
 
-                def submit(actor: Any = actor, seq: int = seq, method: str = method,
-                           args: Sequence[Any] = args, kwargs: dict[str, Any] = kwargs) -> Any:
-                    return actor.write.remote(seq, wanted, method, args, kwargs)
-
-                pending[i] = (submit, seq)
+                pending[i] = (_packed(actor, "write", seq, wanted, method, args, kwargs), seq)
             else:
-                def submit_read(actor: Any = actor, method: str = method,
-                                args: Sequence[Any] = args,
-                                kwargs: dict[str, Any] = kwargs) -> Any:
-                    return actor.read.remote(wanted, method, args, kwargs)
-
-                pending[i] = (submit_read, None)
+                pending[i] = (_packed(actor, "read", wanted, method, args, kwargs), None)
         return self._collect(pending)
 
     def _collect(self, pending: Mapping[int, tuple[Callable[[], Any], int | None]]
@@ -362,7 +354,8 @@ class ShardedMemoryEngine:
             def again(submit: Callable[[], Any] = submit, first: list[Any] = first) -> Any:
                 return first.pop() if first else submit()
 
-            replies[i] = self._get(i, again, seq)
+            got = self._get(i, again, seq)
+            replies[i] = pickle.loads(got) if isinstance(got, bytes) else got
         self.last_busy_s = max((r[3] for r in replies.values()), default=0.0)
         ok = {i: r for i, r in replies.items() if r[0]}
         events = merge_events([r[2] for _, r in sorted(ok.items())])
@@ -415,15 +408,21 @@ class ShardedMemoryEngine:
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputInvalidError("items must be a list of mappings with an agent_id",
                                     details={"field": "items"})
-        shard = self.router.shard
+        router = self.router
+        cache = router.cache
         parts: dict[int, list[Any]] = {}
         where: dict[int, list[int]] = {}
         for n, item in enumerate(items):
-            agent = item.get("agent_id") if isinstance(item, Mapping) else None
-            if not isinstance(agent, str):
+            if type(item) is dict:
+                agent = item.get("agent_id")
+            else:
+                agent = item.get("agent_id") if isinstance(item, Mapping) else None
+            if type(agent) is not str:
                 raise InputInvalidError(f"item {n}: each item must be a mapping with an "
                                         "agent_id", details={"field": "agent_id", "index": n})
-            i = shard(agent)
+            i = cache.get(agent)
+            if i is None:
+                i = router.shard(agent)
             part = parts.get(i)
             if part is None:
                 parts[i], where[i] = [item], [n]
@@ -574,14 +573,20 @@ class ShardedMemoryEngine:
                                     details={"field": "requests"})
         if hashes is None:
             hashes = self.hash_bundles
-        shard = self.router.shard
+        router = self.router
+        cache = router.cache
         parts: dict[int, list[Any]] = {}
         originals: dict[int, list[Any]] = {}
         where: dict[int, list[int]] = {}
         trusted: dict[int, bool] = {}
         for n, request in enumerate(requests):
-            agent, is_object = _request_agent(request, n)
-            i = shard(agent)
+            if type(request) is RetrievalRequest:
+                agent, is_object = request.agent_id, True
+            else:
+                agent, is_object = _request_agent(request, n)
+            i = cache.get(agent)
+            if i is None:
+                i = router.shard(agent)
             part = parts.get(i)
             if part is None:
                 parts[i], originals[i], where[i], trusted[i] = [], [], [], True
@@ -597,22 +602,36 @@ class ShardedMemoryEngine:
         wanted = self._wanted()
         want = bool(hashes)
 
-        def serve(actor: Any, part: list[Any], is_trusted: bool) -> Callable[[], Any]:
-            return lambda: actor.retrieve_many.remote(wanted, part, is_trusted, now, want)
+        bodies: dict[int, Any] = {}
 
-        pending: dict[int, tuple[Callable[[], Any], int | None]] = {
-            i: (serve(self._actors[i], part, trusted[i]), None) for i, part in parts.items()}
-        got = self._collect(pending)
+        def serve(i: int, part: list[Any]) -> Callable[[], Any]:
+            actor = self._actors[i]
+            payload = pickle.dumps(((wanted, part, trusted[i], now, want), {}),
+                                   protocol=pickle.HIGHEST_PROTOCOL)
+
+            def submit() -> Any:
+                head, bodies[i] = actor.packed_bundles.options(num_returns=2).remote(payload)
+                return head
+
+            return submit
+
+        got = self._collect({i: (serve(i, part), None) for i, part in parts.items()})
         total = sum(len(p) for p in parts.values())
-        blobs: list[bytes] = [b""] * total
+        place: list[tuple[int, int]] = [(0, 0)] * total
         hash_list: list[str] | None = [""] * total if want else None
-        for i, (shard_blobs, shard_hashes) in got.items():
+        for i, shard_hashes in got.items():
             for j, n in enumerate(where[i]):
-                blobs[n] = shard_blobs[j]
+                place[n] = (i, j)
             if hash_list is not None:
                 for j, n in enumerate(where[i]):
                     hash_list[n] = shard_hashes[j]
-        return ShardedBundles(blobs, hash_list)
+        ray = _ray()
+
+        def fetcher(ref: Any) -> Callable[[], list[bytes]]:
+            return lambda: list(pickle.loads(ray.get(ref)))
+
+        return ShardedBundles(place, {i: fetcher(ref) for i, ref in bodies.items()},
+                              hash_list)
 
     def get(self, record_id: str) -> MemoryRecord:
         """The live record ``record_id`` (from its shard).
@@ -810,6 +829,15 @@ class ShardedMemoryEngine:
         order = sorted(range(len(keys)), key=lambda n: keys[n])
         placements.set_state({"keys": [keys[n] for n in order], "used": True},
                              {name: arr[order] for name, arr in merged.items()})
+
+
+def _packed(actor: Any, method: str, *args: Any) -> Callable[[], Any]:
+    """A submission of ``actor.<method>(*args)`` as one pickled buffer (``ShardActor.packed``).
+
+    Pickled once, here: a resubmission after a restart sends the same bytes.
+    """
+    payload = pickle.dumps((args, {}), protocol=pickle.HIGHEST_PROTOCOL)
+    return lambda: actor.packed.remote(method, payload)
 
 
 def _record_order(record_id: str) -> tuple[str, str]:

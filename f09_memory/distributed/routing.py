@@ -69,13 +69,14 @@ class ShardRouter:
 
     def __init__(self, shards: int) -> None:
         self.shards = shards
-        self._cache: dict[str, int] = {}
+        self.cache: dict[str, int] = {}
+        """The agents seen so far and their shards (read it directly on hot paths)."""
 
     def shard(self, agent_id: str) -> int:
         """The shard that owns ``agent_id`` (cached)."""
-        got = self._cache.get(agent_id)
+        got = self.cache.get(agent_id)
         if got is None:
-            got = self._cache[agent_id] = shard_of(agent_id, self.shards)
+            got = self.cache[agent_id] = shard_of(agent_id, self.shards)
         return got
 
     def owns(self, index: int) -> _Owner:
