@@ -15,6 +15,9 @@ single-process engine and on ``ShardedMemoryEngine`` with 1 and 2 shards (a loca
 - driver CPU per frame: CPU time of the driver's thread in the frame (what the distribution
   costs the host's own loop; Ray's I/O threads excluded).
 
+Each sharded run is measured twice: as three calls per frame, and as one
+``ShardedMemoryEngine.frame`` call (the same work, one remote call per shard).
+
 Bundles come back pickled and are not decoded (``ShardedBundles`` decodes on access); the
 decode cost of a whole frame is reported separately. Skipped without Ray.
 """
@@ -82,7 +85,27 @@ def _single(plan: list[Any]) -> dict[str, float]:
     return {"frame": float(np.median(walls))}
 
 
+def _fused(plan: list[Any], shards: int) -> dict[str, float]:
+    """The frame as one ``ShardedMemoryEngine.frame`` call (one remote call per shard)."""
+    engine = ShardedMemoryEngine(MemoryConfig(), shards=shards, seed=1,
+                                 actor_options={"num_cpus": 0})
+    rows: list[dict[str, float]] = []
+    try:
+        for k, (now, items, requests) in enumerate(plan):
+            cpu0, t0 = time.thread_time(), time.perf_counter()
+            engine.frame(items, requests, now=now, budget_ms=2.0)
+            wall = (time.perf_counter() - t0) * 1000.0
+            if k >= WARM:
+                rows.append({"frame": wall, "cpu": (time.thread_time() - cpu0) * 1000.0,
+                             "overhead": wall - engine.last_busy_s * 1000.0,
+                             "busy": engine.last_busy_s * 1000.0})
+    finally:
+        engine.close()
+    return {key: float(np.median([r[key] for r in rows])) for key in rows[0]}
+
+
 def _sharded(plan: list[Any], shards: int) -> dict[str, float]:
+    """The frame as three calls: ``ingest_batch``, ``retrieve_many``, ``tick``."""
     engine = ShardedMemoryEngine(MemoryConfig(), shards=shards, seed=1,
                                  actor_options={"num_cpus": 0})
     rows: list[dict[str, float]] = []
@@ -129,6 +152,7 @@ def test_crowd_throughput_and_driver_overhead_by_shard_count(benchmark: Any,
         results["single"] = _single(plan)
         for shards in (1, 2):
             results[str(shards)] = _sharded(plan, shards)
+            results[f"fused{shards}"] = _fused(plan, shards)
 
     benchmark.pedantic(run_all, rounds=1, iterations=1)
     record(f"single process, {AGENTS} agents: frame wall p50", results["single"]["frame"],
@@ -151,3 +175,11 @@ def test_crowd_throughput_and_driver_overhead_by_shard_count(benchmark: Any,
                goal=2.0 if shards == "2" else None)
         record(f"{name}: decode all bundles of a frame", r["decode"], "ms", spec=None,
                goal=None)
+        f = results[f"fused{shards}"]
+        name = f"ray {shards} shard(s), {AGENTS} agents, frame() in one call"
+        record(f"{name}: frame wall p50", f["frame"], "ms", spec=None, goal=None)
+        record(f"{name}: slowest shard", f["busy"], "ms", spec=None, goal=None)
+        record(f"{name}: driver overhead per frame", f["overhead"], "ms", spec=None,
+               goal=2.0 if shards == "2" else None)
+        record(f"{name}: driver thread CPU per frame", f["cpu"], "ms", spec=None,
+               goal=2.0 if shards == "2" else None)

@@ -36,15 +36,18 @@ from f09_memory.core.digest import HashParts
 from f09_memory.core.records import IngestedRecords
 from f09_memory.core.tables import KeyedTable, TableState
 from f09_memory.determinism.hashing import BundleHasher
+from f09_memory.distributed.codec import encode_bundle
 from f09_memory.distributed.reshard import merge_snapshots
 from f09_memory.distributed.routing import ShardRouter
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.maintenance.tick import TickReport
 from f09_memory.persistence.durable import CommitMode, DurableLog
 from f09_memory.persistence.journal import journaled
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.base import trusted_factory
-from f09_memory.schema.retrieval import RetrievalRequest
+from f09_memory.schema.enums import PressureState
+from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 
 __all__ = ["AppliedOps", "Reply", "ShardActor", "ShardEngine", "ShardSpec"]
 
@@ -56,7 +59,7 @@ _RETURNS_RECORDS = frozenset({"ingest_batch", "ingest_many", "ingest_events",
 """Methods returning ``IngestedRecords``: their ids are sent back (records stay here)."""
 _WRITES = frozenset({"ingest", "ingest_many", "ingest_batch", "ingest_claim", "ingest_events",
                      "ingest_physics", "forget", "update", "tick", "set_pressure", "place",
-                     "interact_many"})
+                     "interact_many", "frame"})
 """The engine methods a driver may call as numbered writes."""
 _READS = frozenset({"get", "records", "recent", "count", "agents", "layer_counts",
                     "retrieve", "position_of", "opinion", "acquaintances", "procedures"})
@@ -92,6 +95,21 @@ class ShardEngine(MemoryEngine):
         super().__init__(config, **kwargs)
         self.ops = AppliedOps()
         self._state.register(self.ops)
+
+    def frame(self, pressure: PressureState | None, items: list[Any], requests: list[Any],
+              now: int, budget_ms: float | None, tick: bool
+              ) -> tuple[list[str], list[RetrievedBundle], TickReport | None]:
+        """A host frame in one call: pressure, ``ingest_batch``, ``retrieve_many``, ``tick``.
+
+        Each part is the engine method of that name, in that order (skipped when empty);
+        under :meth:`apply` they are one durable transaction.
+        """
+        if pressure is not None:
+            self.set_pressure(pressure)
+        ids = self.ingest_batch(items, now=now).ids if items else []
+        bundles = self.retrieve_many(requests, now=now) if requests else []
+        report = self.tick(now, budget_ms) if tick else None
+        return list(ids), bundles, report
 
     @journaled
     def apply(self, seq: int, method: str, args: Sequence[Any],
@@ -231,10 +249,46 @@ class ShardActor:
         reply = getattr(self, method)(*args, **kwargs)
         return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
 
+    def packed_frame(self, payload: bytes) -> tuple[bytes, bytes]:
+        """:meth:`frame_write` as two buffers, like :meth:`packed_bundles`."""
+        args, kwargs = pickle.loads(payload)  # the driver's own bytes
+        ok, value, events, busy = self.frame_write(*args, **kwargs)
+        if not ok:
+            return pickle.dumps((ok, value, events, busy)), b""
+        ids, blobs, hashes, report = value
+        t0 = time.perf_counter()
+        body = pickle.dumps(blobs, protocol=pickle.HIGHEST_PROTOCOL)
+        head = (ok, (ids, hashes, report), events, busy + time.perf_counter() - t0)
+        return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body
+
+    def frame_write(self, seq: int, wanted: tuple[str, ...], pressure: PressureState | None,
+                    items: list[Any], requests: list[Any], trusted: bool, now: int,
+                    budget_ms: float | None, tick: bool, hashes: bool) -> Reply:
+        """The numbered write :meth:`ShardEngine.frame`; bundles encoded (``codec``).
+
+        The value is ``(ids, encoded bundles, bundle hashes or None, tick report or None)``.
+        """
+        engine = self.engine
+
+        def call() -> tuple[list[str], list[tuple[Any, ...]], list[str] | None,
+                            TickReport | None]:
+            if seq <= engine.ops.seq():
+                raise InputInvalidError("already applied", details={"seq": seq,
+                                                                     "applied": True})
+            reqs = [self._make_request(r) for r in requests] if trusted else requests
+            ids, bundles, report = engine.apply(
+                seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {})
+            return (ids, [encode_bundle(b) for b in bundles],
+                    [self._hasher(b) for b in bundles] if hashes else None, report)
+
+        return self._run(wanted, call)
+
     def packed_bundles(self, payload: bytes) -> tuple[bytes, bytes]:
-        """:meth:`retrieve_many` as two buffers: the reply without the bundles, and the
-        pickled list of bundle blobs (Ray's two return values: the driver fetches the
-        first and leaves the second in the object store until a bundle is read)."""
+        """:meth:`retrieve_many` as two buffers: the reply without bundles, and the bundles.
+
+        Ray's two return values: the driver fetches the first and leaves the second (the
+        pickled list of encoded bundles) in the object store until a bundle is read.
+        """
         args, kwargs = pickle.loads(payload)  # the driver's own bytes
         ok, value, events, busy = self.retrieve_many(*args, **kwargs)
         if not ok:
@@ -282,14 +336,14 @@ class ShardActor:
 
         ``trusted``: the requests are the field dicts of ``RetrievalRequest`` objects the
         driver already holds (rebuilt without validation). The value is
-        ``(pickled bundles, bundle hashes or None)``: each bundle pickled on its own, so
-        the driver decodes only the ones read.
+        ``(encoded bundles, bundle hashes or None)`` (``distributed.codec``): the driver
+        decodes only the ones read.
         """
-        def call() -> tuple[list[bytes], list[str] | None]:
+        def call() -> tuple[list[tuple[Any, ...]], list[str] | None]:
             reqs = [self._make_request(r) for r in requests] if trusted else requests
             bundles = self.engine.retrieve_many(reqs, now=now)
-            blobs = [pickle.dumps(b, protocol=pickle.HIGHEST_PROTOCOL) for b in bundles]
-            return blobs, [self._hasher(b) for b in bundles] if hashes else None
+            return ([encode_bundle(b) for b in bundles],
+                    [self._hasher(b) for b in bundles] if hashes else None)
 
         return self._run(wanted, call)
 

@@ -1,19 +1,20 @@
 """The bundles of a sharded ``retrieve_many``: built on the shards, decoded when read.
 
-A crowd frame's bundles are made on the shards (in parallel) and each is pickled there on
-its own; they stay in Ray's object store, on the shard's node, until one is read.
-:class:`ShardedBundles` is a sequence of ``RetrievedBundle`` that fetches a shard's blobs the
-first time one of its bundles is read and unpickles each bundle on its first read, so a
-driver that only checks hashes, or hands bundles on, never moves or builds them. With ``hashes=True`` the shards also computed each bundle's
-``bundle_hash`` (``determinism.hashing``), so a determinism check needs no decoding at all.
+A crowd frame's bundles are made on the shards (in parallel), encoded there
+(``distributed.codec``) and left in Ray's object store, on the shard's node, until one is
+read. :class:`ShardedBundles` is a sequence of ``RetrievedBundle`` that fetches a shard's
+encoded bundles the first time one of them is read and decodes each bundle on its first
+read, so a driver that only checks hashes, or hands bundles on, never moves or builds them. With
+``hashes=True`` the shards also computed each bundle's ``bundle_hash``
+(``determinism.hashing``), so a determinism check needs no decoding at all.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import overload
+from typing import Any, overload
 
+from f09_memory.distributed.codec import decode_bundle
 from f09_memory.schema.retrieval import RetrievedBundle
 
 __all__ = ["ShardedBundles"]
@@ -24,7 +25,7 @@ class ShardedBundles(Sequence[RetrievedBundle]):
 
     Args:
         where: For each request, ``(shard, position in that shard's blobs)``.
-        fetch: Per shard, a function returning its list of pickled bundles.
+        fetch: Per shard, a function returning its list of encoded bundles.
         hashes: Each bundle's ``bundle_hash`` (``None``: not computed).
 
     Runtime complexity: ``len`` O(1); the first access of a shard's bundle O(the shard's
@@ -32,11 +33,11 @@ class ShardedBundles(Sequence[RetrievedBundle]):
     """
 
     def __init__(self, where: list[tuple[int, int]],
-                 fetch: Mapping[int, Callable[[], list[bytes]]],
+                 fetch: Mapping[int, Callable[[], list[tuple[Any, ...]]]],
                  hashes: list[str] | None = None) -> None:
         self._where = where
         self._fetch = dict(fetch)
-        self._blobs: dict[int, list[bytes]] = {}
+        self._encoded: dict[int, list[tuple[Any, ...]]] = {}
         self._decoded: list[RetrievedBundle | None] = [None] * len(where)
         self.hashes = hashes
         """Each bundle's ``bundle_hash`` as computed on its shard (``None``: not asked)."""
@@ -55,18 +56,16 @@ class ShardedBundles(Sequence[RetrievedBundle]):
             return [self[i] for i in range(*index.indices(len(self)))]
         got = self._decoded[index]
         if got is None:
-            got = pickle.loads(self.blob(index))  # our own shards' bytes
-            assert isinstance(got, RetrievedBundle)
-            self._decoded[index] = got
+            got = self._decoded[index] = decode_bundle(self.encoded(index))
         return got
 
     def __iter__(self) -> Iterator[RetrievedBundle]:
         return (self[i] for i in range(len(self)))
 
-    def blob(self, index: int) -> bytes:
-        """The pickled bundle ``index`` as its shard made it (to hand on undecoded)."""
+    def encoded(self, index: int) -> tuple[Any, ...]:
+        """Bundle ``index`` as its shard encoded it (``codec.encode_bundle``: plain tuples)."""
         shard, j = self._where[index]
-        blobs = self._blobs.get(shard)
-        if blobs is None:
-            blobs = self._blobs[shard] = self._fetch[shard]()
-        return blobs[j]
+        encoded = self._encoded.get(shard)
+        if encoded is None:
+            encoded = self._encoded[shard] = self._fetch[shard]()
+        return encoded[j]

@@ -46,9 +46,11 @@ import os
 import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from f09_memory._validate import check_now
 from f09_memory.bus import EVENT_NAMES, EngineBus
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.digest import HashParts, combine_parts, merge_parts
@@ -75,7 +77,7 @@ from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 
-__all__ = ["MANIFEST_NAME", "ShardedMemoryEngine", "merge_tick_reports"]
+__all__ = ["MANIFEST_NAME", "ShardFrame", "ShardedMemoryEngine", "merge_tick_reports"]
 
 MANIFEST_NAME = "manifest.json"
 """The file of a saved sharded engine that names its shard snapshots."""
@@ -83,6 +85,21 @@ _MANIFEST_KIND = "f09-memory-shards"
 _MANIFEST_VERSION = 1
 _ROUTING = "jump-blake2b-64"
 _RESTART_WAIT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ShardFrame:
+    """What :meth:`ShardedMemoryEngine.frame` returns.
+
+    Attributes:
+        ids: The new record ids, in input order.
+        bundles: One bundle per request, in request order (decoded when read).
+        report: The shards' tick reports merged (``None``: no tick).
+    """
+
+    ids: list[str]
+    bundles: ShardedBundles
+    report: TickReport | None
 
 
 def merge_tick_reports(reports: Sequence[TickReport]) -> TickReport:
@@ -375,6 +392,68 @@ class ShardedMemoryEngine:
     def _all(self, kind: str, method: str, *args: Any, **kwargs: Any) -> dict[int, Any]:
         return self._call({i: (kind, method, args, kwargs) for i in range(self.shards)})
 
+    # ------------------------------------------------------------------ grouping
+    def _group_items(self, items: Iterable[Any]
+                     ) -> tuple[dict[int, list[Any]], dict[int, list[int]]]:
+        """A frame's items by shard, and each item's position in the frame."""
+        router = self.router
+        cache = router.cache
+        parts: dict[int, list[Any]] = {}
+        where: dict[int, list[int]] = {}
+        for n, item in enumerate(items):
+            if type(item) is dict:
+                agent = item.get("agent_id")
+            else:
+                agent = item.get("agent_id") if isinstance(item, Mapping) else None
+            if type(agent) is not str:
+                raise InputInvalidError(f"item {n}: each item must be a mapping with an "
+                                        "agent_id", details={"field": "agent_id", "index": n})
+            i = cache.get(agent)
+            if i is None:
+                i = router.shard(agent)
+            part = parts.get(i)
+            if part is None:
+                parts[i], where[i] = [item], [n]
+            else:
+                part.append(item)
+                where[i].append(n)
+        return parts, where
+
+    def _group_requests(self, requests: Iterable[Any]
+                        ) -> tuple[dict[int, list[Any]], dict[int, list[int]], dict[int, bool]]:
+        """A frame's requests by shard, and each one's position.
+
+        A shard's part is the field dicts of ``RetrievalRequest`` objects when all of its
+        requests are objects (``trusted``), else the requests themselves.
+        """
+        router = self.router
+        cache = router.cache
+        parts: dict[int, list[Any]] = {}
+        originals: dict[int, list[Any]] = {}
+        where: dict[int, list[int]] = {}
+        trusted: dict[int, bool] = {}
+        for n, request in enumerate(requests):
+            if type(request) is RetrievalRequest:
+                agent, is_object = request.agent_id, True
+            else:
+                agent, is_object = _request_agent(request, n)
+            i = cache.get(agent)
+            if i is None:
+                i = router.shard(agent)
+            part = parts.get(i)
+            if part is None:
+                parts[i], originals[i], where[i], trusted[i] = [], [], [], True
+                part = parts[i]
+            part.append(request.__dict__ if is_object else request)
+            originals[i].append(request)
+            where[i].append(n)
+            if not is_object:
+                trusted[i] = False
+        for i in parts:  # a part with mappings goes as the requests themselves
+            if not trusted[i]:
+                parts[i] = originals[i]
+        return parts, where, trusted
+
     # ------------------------------------------------------------------ writing
     def ingest(self, agent_id: str, content: str, **kwargs: Any) -> MemoryRecord:
         """``MemoryEngine.ingest`` on the agent's shard (same arguments)."""
@@ -408,27 +487,7 @@ class ShardedMemoryEngine:
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputInvalidError("items must be a list of mappings with an agent_id",
                                     details={"field": "items"})
-        router = self.router
-        cache = router.cache
-        parts: dict[int, list[Any]] = {}
-        where: dict[int, list[int]] = {}
-        for n, item in enumerate(items):
-            if type(item) is dict:
-                agent = item.get("agent_id")
-            else:
-                agent = item.get("agent_id") if isinstance(item, Mapping) else None
-            if type(agent) is not str:
-                raise InputInvalidError(f"item {n}: each item must be a mapping with an "
-                                        "agent_id", details={"field": "agent_id", "index": n})
-            i = cache.get(agent)
-            if i is None:
-                i = router.shard(agent)
-            part = parts.get(i)
-            if part is None:
-                parts[i], where[i] = [item], [n]
-            else:
-                part.append(item)
-                where[i].append(n)
+        parts, where = self._group_items(items)
         if not parts:
             return []
         got = self._call({i: ("write", "ingest_batch", (part,), {"now": now})
@@ -546,6 +605,86 @@ class ShardedMemoryEngine:
         self.last_tick_reports = [got[i] for i in range(self.shards)]
         return merge_tick_reports(self.last_tick_reports)
 
+    def frame(self, items: Iterable[Mapping[str, object]] = (),
+              requests: Iterable[RetrievalRequest | Mapping[str, object]] = (), *,
+              now: int, budget_ms: float | None = None, tick: bool = True,
+              pressure: PressureState | str | None = None,
+              hashes: bool | None = None) -> ShardFrame:
+        """A host's whole frame in **one remote call per shard**.
+
+        On every shard, in this order: ``set_pressure(pressure)`` (when given),
+        ``ingest_batch`` of its agents' ``items``, ``retrieve_many`` of its agents'
+        ``requests``, ``tick(now, budget_ms)`` (unless ``tick=False``): the same calls, with
+        the same results and hashes, as making them one by one, for a third of the round
+        trips; durable shards journal the frame as one transaction.
+
+        Returns:
+            The new record ids (input order), the bundles (request order, decoded when
+            read) and the merged tick report.
+
+        Raises:
+            InputInvalidError: A malformed item, request, pressure, ``now`` or budget
+                (nothing is sent), or a shard refused its part (see the module docstring).
+        """
+        if items is None or requests is None:
+            raise InputInvalidError("items and requests must be lists",
+                                    details={"field": "items"})
+        if tick:
+            self._shadow.tick(now, budget_ms=budget_ms)  # validates now and the budget
+        else:
+            check_now(now)
+        state = None
+        if pressure is not None:
+            self._shadow.set_pressure(pressure)
+            state = PressureState(pressure)
+        item_parts, item_where = self._group_items(items)
+        req_parts, req_where, trusted = self._group_requests(requests)
+        wanted = self._wanted()
+        want = self.hash_bundles if hashes is None else bool(hashes)
+        bodies: dict[int, Any] = {}
+
+        def serve(i: int) -> tuple[Callable[[], Any], int]:
+            actor = self._actors[i]
+            self._seq[i] += 1
+            seq = self._seq[i]
+            payload = pickle.dumps(((seq, wanted, state, item_parts.get(i, []),
+                                     req_parts.get(i, []), trusted.get(i, True), now,
+                                     budget_ms, tick, want), {}),
+                                   protocol=pickle.HIGHEST_PROTOCOL)
+
+            def submit() -> Any:
+                head, bodies[i] = actor.packed_frame.options(num_returns=2).remote(payload)
+                return head
+
+            return submit, seq
+
+        got = self._collect({i: serve(i) for i in range(self.shards)})
+        ids: list[str] = [""] * sum(len(p) for p in item_parts.values())
+        total = sum(len(p) for p in req_parts.values())
+        place: list[tuple[int, int]] = [(0, 0)] * total
+        hash_list: list[str] | None = [""] * total if want else None
+        reports: list[TickReport] = []
+        for i in range(self.shards):
+            shard_ids, shard_hashes, report = got[i]
+            for n, rid in zip(item_where.get(i, []), shard_ids, strict=True):
+                ids[n] = rid
+            for j, n in enumerate(req_where.get(i, [])):
+                place[n] = (i, j)
+                if hash_list is not None:
+                    hash_list[n] = shard_hashes[j]
+            if report is not None:
+                reports.append(report)
+        if reports:
+            self.last_tick_reports = reports
+        ray = _ray()
+
+        def fetcher(ref: Any) -> Callable[[], list[tuple[Any, ...]]]:
+            return lambda: list(pickle.loads(ray.get(ref)))
+
+        bundles = ShardedBundles(place, {i: fetcher(ref) for i, ref in bodies.items()
+                                         if i in req_where}, hash_list)
+        return ShardFrame(ids, bundles, merge_tick_reports(reports) if reports else None)
+
     # ------------------------------------------------------------------ reading
     def retrieve(self, request: RetrievalRequest | Mapping[str, object], *,
                  now: int | None = None) -> RetrievedBundle:
@@ -573,32 +712,7 @@ class ShardedMemoryEngine:
                                     details={"field": "requests"})
         if hashes is None:
             hashes = self.hash_bundles
-        router = self.router
-        cache = router.cache
-        parts: dict[int, list[Any]] = {}
-        originals: dict[int, list[Any]] = {}
-        where: dict[int, list[int]] = {}
-        trusted: dict[int, bool] = {}
-        for n, request in enumerate(requests):
-            if type(request) is RetrievalRequest:
-                agent, is_object = request.agent_id, True
-            else:
-                agent, is_object = _request_agent(request, n)
-            i = cache.get(agent)
-            if i is None:
-                i = router.shard(agent)
-            part = parts.get(i)
-            if part is None:
-                parts[i], originals[i], where[i], trusted[i] = [], [], [], True
-                part = parts[i]
-            part.append(request.__dict__ if is_object else request)
-            originals[i].append(request)
-            where[i].append(n)
-            if not is_object:
-                trusted[i] = False
-        for i in parts:  # a part with mappings goes as the requests themselves
-            if not trusted[i]:
-                parts[i] = originals[i]
+        parts, where, trusted = self._group_requests(requests)
         wanted = self._wanted()
         want = bool(hashes)
 
@@ -627,7 +741,7 @@ class ShardedMemoryEngine:
                     hash_list[n] = shard_hashes[j]
         ray = _ray()
 
-        def fetcher(ref: Any) -> Callable[[], list[bytes]]:
+        def fetcher(ref: Any) -> Callable[[], list[tuple[Any, ...]]]:
             return lambda: list(pickle.loads(ray.get(ref)))
 
         return ShardedBundles(place, {i: fetcher(ref) for i, ref in bodies.items()},

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
 from f09_memory.determinism.hashing import bundle_hash
-from f09_memory.distributed import ShardActor, ShardSpec
+from f09_memory.distributed import ShardActor, ShardSpec, decode_bundle
 
 
 def _spec(path: Path | None = None) -> ShardSpec:
@@ -40,7 +39,7 @@ def test_a_refused_write_reports_its_error_and_applies_nothing() -> None:
     assert 0 == actor.applied() and 0 == actor.engine.count()
 
 
-def test_the_crowd_reply_holds_each_bundle_pickled_with_its_hash() -> None:
+def test_the_crowd_reply_holds_each_bundle_encoded_with_its_hash() -> None:
     actor = ShardActor(_spec())
     actor.write(1, (), "ingest_batch", ([{"agent_id": a, "content": f"{a} saw the well"}
                                          for a in ("a", "b")],), {"now": 1})
@@ -54,4 +53,4 @@ def test_the_crowd_reply_holds_each_bundle_pickled_with_its_hash() -> None:
                         now=1)
     expected = single.retrieve_many(requests, now=2)
     assert [bundle_hash(b) for b in expected] == hashes
-    assert [b.records for b in expected] == [pickle.loads(b).records for b in blobs]
+    assert [b.records for b in expected] == [decode_bundle(b).records for b in blobs]

@@ -111,3 +111,15 @@ def test_resharding_refuses_snapshots_of_different_engines() -> None:
         merge_snapshots([b"not a snapshot"])
     with pytest.raises(SnapshotInvalidError, match="no snapshots"):
         merge_snapshots([])
+
+
+def test_the_bundle_codec_round_trips_every_field() -> None:
+    from f09_memory.determinism.scenario import Village
+    from f09_memory.distributed import decode_bundle, encode_bundle
+
+    engine = MemoryEngine(MemoryConfig(**LIFECYCLE_CONFIG), seed=9)
+    village = Village(10, 9)
+    bundles = [b for tick in range(12) for b in village(engine, tick)]
+    layers = {r.layer.value for b in bundles for r in b.records}
+    assert {"episodic", "semantic", "social", "spatial", "procedural"} <= layers
+    assert bundles == [decode_bundle(encode_bundle(b)) for b in bundles]

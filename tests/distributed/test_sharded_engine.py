@@ -213,3 +213,29 @@ def test_a_killed_shard_that_was_not_durable_is_reported_lost(ray_cluster: Any) 
     kill(ray_cluster, memory_only.actors[0])
     with pytest.raises(StorageFailedError, match="not durable"):
         memory_only.count("a")
+
+
+def test_a_whole_frame_in_one_call_per_shard_equals_the_calls_one_by_one(
+        two: ShardedMemoryEngine) -> None:
+    one = MemoryEngine(MemoryConfig(), seed=SEED)
+    start = two.now + 1_000
+    for t, target in enumerate((one, two)):
+        del t
+        target.tick(start)
+    items = [{"agent_id": f"f-{i % 5}", "content": f"frame item {i}", "ttl": 3_000}
+             for i in range(12)]
+    requests = [RetrievalRequest(agent_id=f"f-{i}", purpose="dialog", max_tokens=300)
+                for i in (4, 0, 2)]
+    ids = one.ingest_batch(items, now=start + 10).ids
+    expected = one.retrieve_many(requests, now=start + 10)
+    report = one.tick(start + 10, budget_ms=None)
+    got = two.frame(items, requests, now=start + 10, budget_ms=None, hashes=True)
+    assert list(ids) == got.ids
+    assert [b.records for b in expected] == [b.records for b in got.bundles]
+    assert got.report is not None and report.decayed <= got.report.decayed
+    assert got.bundles.hashes is not None and 3 == len(got.bundles.hashes)
+    for agent in ("f-0", "f-3"):
+        assert [r.content for r in one.records(agent)] == [
+            r.content for r in two.records(agent)]
+    with pytest.raises(InputInvalidError):
+        two.frame([{"content": "no agent"}], now=start + 20)
