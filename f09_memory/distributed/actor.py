@@ -5,8 +5,9 @@
 ``(ok, value, events, busy_s)``: ``ok`` False carries a ``MemoryEngineError`` as
 ``(code, message, details)`` (rebuilt by the driver, never pickled as an exception),
 ``events`` are the bus events the driver's subscribers want (``wanted``) emitted during the
-call, and ``busy_s`` is the time the actor spent in the call (for the driver-overhead
-figures; never part of a hash).
+call, and ``busy_s`` is the time the actor spent in the call, decoding its arguments and
+encoding its reply included (for the driver-overhead figures; never part of a hash). The
+driver calls the ``packed*`` methods: one pickled buffer in, one (or two) out.
 
 Writes are numbered per shard by the driver (``seq``). :meth:`ShardEngine.apply` runs the
 engine method and records ``seq`` in the :class:`AppliedOps` table inside the same durable
@@ -245,20 +246,25 @@ class ShardActor:
         """
         if method not in ("write", "read", "retrieve_many", "restore"):
             raise ValueError(f"not a shard call: {method}")
+        t0 = time.perf_counter()
         args, kwargs = pickle.loads(payload)  # the driver's own bytes
-        reply = getattr(self, method)(*args, **kwargs)
-        return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        unpack = time.perf_counter() - t0
+        ok, value, events, busy = getattr(self, method)(*args, **kwargs)
+        return pickle.dumps((ok, value, events, busy + unpack),
+                            protocol=pickle.HIGHEST_PROTOCOL)
 
     def packed_frame(self, payload: bytes) -> tuple[bytes, bytes]:
         """:meth:`frame_write` as two buffers, like :meth:`packed_bundles`."""
+        t0 = time.perf_counter()
         args, kwargs = pickle.loads(payload)  # the driver's own bytes
+        unpack = time.perf_counter() - t0
         ok, value, events, busy = self.frame_write(*args, **kwargs)
         if not ok:
             return pickle.dumps((ok, value, events, busy)), b""
         ids, blobs, hashes, report = value
         t0 = time.perf_counter()
         body = pickle.dumps(blobs, protocol=pickle.HIGHEST_PROTOCOL)
-        head = (ok, (ids, hashes, report), events, busy + time.perf_counter() - t0)
+        head = (ok, (ids, hashes, report), events, busy + unpack + time.perf_counter() - t0)
         return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body
 
     def frame_write(self, seq: int, wanted: tuple[str, ...], pressure: PressureState | None,
@@ -289,14 +295,16 @@ class ShardActor:
         Ray's two return values: the driver fetches the first and leaves the second (the
         pickled list of encoded bundles) in the object store until a bundle is read.
         """
+        t0 = time.perf_counter()
         args, kwargs = pickle.loads(payload)  # the driver's own bytes
+        unpack = time.perf_counter() - t0
         ok, value, events, busy = self.retrieve_many(*args, **kwargs)
         if not ok:
             return pickle.dumps((ok, value, events, busy)), b""
         blobs, hashes = value
         t0 = time.perf_counter()
         body = pickle.dumps(blobs, protocol=pickle.HIGHEST_PROTOCOL)
-        head = (ok, hashes, events, busy + time.perf_counter() - t0)
+        head = (ok, hashes, events, busy + unpack + time.perf_counter() - t0)
         return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body
 
     def write(self, seq: int, wanted: tuple[str, ...], method: str, args: Sequence[Any],
