@@ -21,7 +21,7 @@ shards' per-agent parts); see ``docs/distributed.md`` for the cluster plan.
 
 from f09_memory.distributed.actor import AppliedOps, ShardActor, ShardEngine, ShardSpec
 from f09_memory.distributed.bundles import ShardedBundles
-from f09_memory.distributed.codec import decode_bundle, encode_bundle
+from f09_memory.distributed.codec import RecordMemo, decode_bundle, encode_bundle
 from f09_memory.distributed.engine import (
     MANIFEST_NAME,
     ShardedMemoryEngine,
@@ -36,6 +36,7 @@ __all__ = [
     "MANIFEST_NAME",
     "OPS_TABLE",
     "AppliedOps",
+    "RecordMemo",
     "ShardActor",
     "ShardEngine",
     "ShardFrame",

@@ -24,6 +24,7 @@ durable, they become its database's first checkpoint.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import time
@@ -37,7 +38,7 @@ from f09_memory.core.digest import HashParts
 from f09_memory.core.records import IngestedRecords
 from f09_memory.core.tables import KeyedTable, TableState
 from f09_memory.determinism.hashing import BundleHasher
-from f09_memory.distributed.codec import encode_bundle
+from f09_memory.distributed.codec import RecordMemo, encode_bundle
 from f09_memory.distributed.reshard import merge_snapshots
 from f09_memory.distributed.routing import ShardRouter
 from f09_memory.engine import MemoryEngine
@@ -133,12 +134,14 @@ class ShardSpec:
         commit: Durable commit mode.
         checkpoint_every: Journal rows between two durable checkpoints.
         embedder: The embedding provider (``None``: the default seeded embedder).
+        own_process: The shard is a process of its own (a Ray actor): it may tune the
+            process's garbage collector.
     """
 
     def __init__(self, index: int, shards: int, config: MemoryConfig, seed: int,
                  path: str | None = None, commit: CommitMode = "call",
                  checkpoint_every: int = 10_000,
-                 embedder: EmbeddingProvider | None = None) -> None:
+                 embedder: EmbeddingProvider | None = None, own_process: bool = False) -> None:
         self.index = index
         self.shards = shards
         self.config = config
@@ -147,6 +150,7 @@ class ShardSpec:
         self.commit: CommitMode = commit
         self.checkpoint_every = checkpoint_every
         self.embedder = embedder
+        self.own_process = own_process
 
 
 def _error(exc: MemoryEngineError) -> tuple[str, str, dict[str, Any]]:
@@ -168,6 +172,12 @@ class ShardActor:
         self._wanted: tuple[str, ...] = ()
         self._unsubscribe: list[Callable[[], None]] = []
         self._hasher = BundleHasher()
+        self._memo = RecordMemo()
+        if spec.own_process:
+            # A shard actor is a process of its own holding one engine's many long-lived
+            # objects: collect the young generation less often, so that full collections
+            # (which walk them all) stop dominating a frame (measured: about 2x a frame).
+            gc.set_threshold(100_000, 20, 100)
         self._make_request = trusted_factory(RetrievalRequest)
         self.pid = os.getpid()
         self.engine = self._open()
@@ -284,7 +294,7 @@ class ShardActor:
             reqs = [self._make_request(r) for r in requests] if trusted else requests
             ids, bundles, report = engine.apply(
                 seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {})
-            return (ids, [encode_bundle(b) for b in bundles],
+            return (ids, [encode_bundle(b, self._memo) for b in bundles],
                     [self._hasher(b) for b in bundles] if hashes else None, report)
 
         return self._run(wanted, call)
@@ -350,7 +360,7 @@ class ShardActor:
         def call() -> tuple[list[tuple[Any, ...]], list[str] | None]:
             reqs = [self._make_request(r) for r in requests] if trusted else requests
             bundles = self.engine.retrieve_many(reqs, now=now)
-            return ([encode_bundle(b) for b in bundles],
+            return ([encode_bundle(b, self._memo) for b in bundles],
                     [self._hasher(b) for b in bundles] if hashes else None)
 
         return self._run(wanted, call)

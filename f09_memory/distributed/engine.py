@@ -247,7 +247,7 @@ class ShardedMemoryEngine:
             remote.options(**options).remote(ShardSpec(
                 i, shards, config, seed,
                 None if self.path is None else str(self.path / f"shard-{i:04d}.db"),
-                commit, checkpoint_every, embedder))
+                commit, checkpoint_every, embedder, own_process=True))
             for i in range(shards)]
         if _snapshots:
             blobs = [ray.put(bytes(b)) for b in _snapshots]  # once in the object store
