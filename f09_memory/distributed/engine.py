@@ -47,10 +47,13 @@ import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
-from f09_memory._validate import check_now
+import numpy as np
+
+from f09_memory._validate import check_budget_ms, check_now
 from f09_memory.bus import EVENT_NAMES, EngineBus
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.digest import HashParts, combine_parts, merge_parts
@@ -85,6 +88,8 @@ _MANIFEST_KIND = "f09-memory-shards"
 _MANIFEST_VERSION = 1
 _ROUTING = "jump-blake2b-64"
 _RESTART_WAIT_S = 60.0
+_AGENT_OF = itemgetter("agent_id")
+_REQUEST_AGENT = attrgetter("agent_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +238,8 @@ class ShardedMemoryEngine:
         self.last_busy_s = 0.0
         """The slowest shard's time in the last call (driver overhead = wall - this)."""
         self.last_tick_reports: list[TickReport] = []
+        self._clock = 0
+        self._pressure = PressureState.NORMAL
         """Each shard's report of the last ``tick``."""
         self._seq = [0] * shards
         if self.path is not None:
@@ -257,6 +264,9 @@ class ShardedMemoryEngine:
 
             self._collect({i: (restore(actor), None) for i, actor in enumerate(self._actors)})
         self._seq = self._gather_plain("applied")
+        shared = self._plain(0, "hash_parts").header  # a reopened or loaded engine's clock
+        self._clock = int(shared["clock"])
+        self._pressure = PressureState(shared["pressure"])
         self._refresh_positions()
 
     def _prepare_folder(self, folder: Path) -> None:
@@ -364,15 +374,24 @@ class ShardedMemoryEngine:
                  ) -> dict[int, Any]:
         refs = {i: submit() for i, (submit, _) in pending.items()}
         replies: dict[int, Reply] = {}
-        for i, ref in refs.items():
-            submit, seq = pending[i]
-            first = [ref]
+        ray = _ray()
+        try:  # the common case: every shard answers, one wait for all
+            values = ray.get(list(refs.values()))
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+            values = None
+        if values is not None:
+            for i, got in zip(refs, values, strict=True):
+                replies[i] = pickle.loads(got) if isinstance(got, bytes) else got
+        else:  # a shard failed: settle each one (restarts, resends, the shard's error)
+            for i, ref in refs.items():
+                submit, seq = pending[i]
+                first = [ref]
 
-            def again(submit: Callable[[], Any] = submit, first: list[Any] = first) -> Any:
-                return first.pop() if first else submit()
+                def again(submit: Callable[[], Any] = submit, first: list[Any] = first) -> Any:
+                    return first.pop() if first else submit()
 
-            got = self._get(i, again, seq)
-            replies[i] = pickle.loads(got) if isinstance(got, bytes) else got
+                got = self._get(i, again, seq)
+                replies[i] = pickle.loads(got) if isinstance(got, bytes) else got
         self.last_busy_s = max((r[3] for r in replies.values()), default=0.0)
         ok = {i: r for i, r in replies.items() if r[0]}
         events = merge_events([r[2] for _, r in sorted(ok.items())])
@@ -393,31 +412,50 @@ class ShardedMemoryEngine:
         return self._call({i: (kind, method, args, kwargs) for i in range(self.shards)})
 
     # ------------------------------------------------------------------ grouping
-    def _group_items(self, items: Iterable[Any]
-                     ) -> tuple[dict[int, list[Any]], dict[int, list[int]]]:
-        """A frame's items by shard, and each item's position in the frame."""
-        router = self.router
-        cache = router.cache
+    def _shards_of(self, agents: list[Any]) -> list[int]:
+        """Each agent's shard (C-level passes over the router's cache)."""
+        shards = list(map(self.router.cache.get, agents))
+        if None in shards:
+            shard = self.router.shard
+            shards = [shard(a) if s is None else s for a, s in zip(agents, shards, strict=True)]
+        return shards  # type: ignore[return-value]
+
+    def _split(self, values: list[Any], shards: list[int]
+               ) -> tuple[dict[int, list[Any]], dict[int, list[int]]]:
+        """``values`` by shard, and each one's position (numpy and C-level gathers)."""
+        if self.shards == 1 or not values:
+            return ({0: values}, {0: list(range(len(values)))}) if values else ({}, {})
+        owner = np.fromiter(shards, dtype=np.int64, count=len(shards))
         parts: dict[int, list[Any]] = {}
         where: dict[int, list[int]] = {}
-        for n, item in enumerate(items):
-            if type(item) is dict:
-                agent = item.get("agent_id")
-            else:
-                agent = item.get("agent_id") if isinstance(item, Mapping) else None
-            if type(agent) is not str:
-                raise InputInvalidError(f"item {n}: each item must be a mapping with an "
-                                        "agent_id", details={"field": "agent_id", "index": n})
-            i = cache.get(agent)
-            if i is None:
-                i = router.shard(agent)
-            part = parts.get(i)
-            if part is None:
-                parts[i], where[i] = [item], [n]
-            else:
-                part.append(item)
-                where[i].append(n)
+        for i in np.unique(owner).tolist():
+            positions = np.flatnonzero(owner == i).tolist()
+            where[i] = positions
+            parts[i] = ([values[positions[0]]] if len(positions) == 1
+                        else list(itemgetter(*positions)(values)))
         return parts, where
+
+    def _group_items(self, items: Iterable[Any]
+                     ) -> tuple[dict[int, list[Any]], dict[int, list[int]]]:
+        """A frame's items by shard, and each item's position in the frame.
+
+        Raises:
+            InputInvalidError: An item is not a mapping with a string ``agent_id``.
+        """
+        values = items if type(items) is list else list(items)
+        try:
+            agents = list(map(_AGENT_OF, values))
+            ok = all(type(a) is str for a in agents)
+        except (KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            for n, item in enumerate(values):
+                agent = item.get("agent_id") if isinstance(item, Mapping) else None
+                if type(agent) is not str:
+                    raise InputInvalidError(f"item {n}: each item must be a mapping with an "
+                                            "agent_id", details={"field": "agent_id",
+                                                                 "index": n})
+        return self._split(values, self._shards_of(agents))
 
     def _group_requests(self, requests: Iterable[Any]
                         ) -> tuple[dict[int, list[Any]], dict[int, list[int]], dict[int, bool]]:
@@ -426,32 +464,13 @@ class ShardedMemoryEngine:
         A shard's part is the field dicts of ``RetrievalRequest`` objects when all of its
         requests are objects (``trusted``), else the requests themselves.
         """
-        router = self.router
-        cache = router.cache
-        parts: dict[int, list[Any]] = {}
-        originals: dict[int, list[Any]] = {}
-        where: dict[int, list[int]] = {}
-        trusted: dict[int, bool] = {}
-        for n, request in enumerate(requests):
-            if type(request) is RetrievalRequest:
-                agent, is_object = request.agent_id, True
-            else:
-                agent, is_object = _request_agent(request, n)
-            i = cache.get(agent)
-            if i is None:
-                i = router.shard(agent)
-            part = parts.get(i)
-            if part is None:
-                parts[i], originals[i], where[i], trusted[i] = [], [], [], True
-                part = parts[i]
-            part.append(request.__dict__ if is_object else request)
-            originals[i].append(request)
-            where[i].append(n)
-            if not is_object:
-                trusted[i] = False
-        for i in parts:  # a part with mappings goes as the requests themselves
-            if not trusted[i]:
-                parts[i] = originals[i]
+        values = requests if type(requests) is list else list(requests)
+        objects = all(type(r) is RetrievalRequest for r in values)
+        agents = (list(map(_REQUEST_AGENT, values)) if objects
+                  else [_request_agent(r, n)[0] for n, r in enumerate(values)])
+        shards = self._shards_of(agents)
+        parts, where = self._split(list(map(vars, values)) if objects else values, shards)
+        trusted = dict.fromkeys(parts, objects)
         return parts, where, trusted
 
     # ------------------------------------------------------------------ writing
@@ -591,8 +610,9 @@ class ShardedMemoryEngine:
         Raises:
             InputInvalidError: ``state`` is not a pressure state.
         """
-        self._shadow.set_pressure(state)
-        self._all("write", "set_pressure", PressureState(state))
+        new = self._check_pressure(state)
+        self._all("write", "set_pressure", new)
+        self._pressure = new
 
     def tick(self, now: int, budget_ms: float | None = None) -> TickReport:
         """Tick every shard (each with ``budget_ms`` of its own); their reports merged.
@@ -600,8 +620,9 @@ class ShardedMemoryEngine:
         Raises:
             InputInvalidError: ``now`` earlier than the clock, or a bad budget.
         """
-        self._shadow.tick(now, budget_ms=budget_ms)  # validates; the shadow holds no agent
+        t = self._check_tick(now, budget_ms)
         got = self._all("write", "tick", now, budget_ms)
+        self._clock = t
         self.last_tick_reports = [got[i] for i in range(self.shards)]
         return merge_tick_reports(self.last_tick_reports)
 
@@ -629,14 +650,8 @@ class ShardedMemoryEngine:
         if items is None or requests is None:
             raise InputInvalidError("items and requests must be lists",
                                     details={"field": "items"})
-        if tick:
-            self._shadow.tick(now, budget_ms=budget_ms)  # validates now and the budget
-        else:
-            check_now(now)
-        state = None
-        if pressure is not None:
-            self._shadow.set_pressure(pressure)
-            state = PressureState(pressure)
+        t = self._check_tick(now, budget_ms) if tick else check_now(now)
+        state = None if pressure is None else self._check_pressure(pressure)
         item_parts, item_where = self._group_items(items)
         req_parts, req_where, trusted = self._group_requests(requests)
         wanted = self._wanted()
@@ -659,6 +674,10 @@ class ShardedMemoryEngine:
             return submit, seq
 
         got = self._collect({i: serve(i) for i in range(self.shards)})
+        if tick:
+            self._clock = t
+        if state is not None:
+            self._pressure = state
         ids: list[str] = [""] * sum(len(p) for p in item_parts.values())
         total = sum(len(p) for p in req_parts.values())
         place: list[tuple[int, int]] = [(0, 0)] * total
@@ -793,12 +812,12 @@ class ShardedMemoryEngine:
     @property
     def now(self) -> int:
         """The engine clock (every shard's): the ``now`` of the last ``tick``."""
-        return self._shadow.now
+        return self._clock
 
     @property
     def pressure(self) -> PressureState:
         """The pressure state in force on every shard."""
-        return self._shadow.pressure
+        return self._pressure
 
     # ------------------------------------------------------------------ hashing
     def state_hash_parts(self) -> HashParts:
@@ -912,7 +931,30 @@ class ShardedMemoryEngine:
 
     # ------------------------------------------------------------------ helpers
     def _shadow_now(self, now: int | None) -> int:
-        return self._shadow.now if now is None else now
+        return self._clock if now is None else check_now(now)
+
+    def _check_tick(self, now: object, budget_ms: object) -> int:
+        """``now`` (not before the clock) and the budget, checked as ``tick`` checks them.
+
+        Raises:
+            InputInvalidError: ``now`` earlier than the clock, or a bad budget.
+        """
+        t = check_now(now)
+        if t < self._clock:
+            raise InputInvalidError(
+                f"tick(now={t}) is earlier than the engine clock {self._clock}; logical time "
+                "must not run backwards", details={"now": t, "clock": self._clock})
+        check_budget_ms(budget_ms, self.config.work_units_per_ms)
+        return t
+
+    @staticmethod
+    def _check_pressure(state: PressureState | str) -> PressureState:
+        try:
+            return PressureState(state)
+        except ValueError:
+            raise InputInvalidError(
+                f"unknown pressure state; use one of {[p.value for p in PressureState]}",
+                details={"field": "state"}) from None
 
     def _check_agent(self, agent_id: object) -> None:
         if not isinstance(agent_id, str) or not agent_id:
@@ -937,8 +979,6 @@ class ShardedMemoryEngine:
         keys = [k for meta in metas for k in meta["keys"]]
         if not keys:
             return
-        import numpy as np
-
         merged = {name: np.concatenate([c[name] for c in cols]) for name in cols[0]}
         order = sorted(range(len(keys)), key=lambda n: keys[n])
         placements.set_state({"keys": [keys[n] for n in order], "used": True},

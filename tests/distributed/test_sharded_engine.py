@@ -174,6 +174,7 @@ def test_load_onto_other_shard_counts_and_a_killed_shard_keeps_every_acknowledge
                                      actor_options=OPTIONS)
     try:
         assert one.state_hash() == three.state_hash()
+        assert (one.now, one.pressure) == (three.now, three.pressure)
         assert one.retrieve(request).records == three.retrieve(request).records
         twin = copy.deepcopy(village)
         village(one, 6)
