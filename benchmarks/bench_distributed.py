@@ -16,7 +16,8 @@ single-process engine and on ``ShardedMemoryEngine`` with 1 and 2 shards (a loca
   costs the host's own loop; Ray's I/O threads excluded).
 
 Each sharded run is measured twice: as three calls per frame, and as one
-``ShardedMemoryEngine.frame`` call (the same work, one remote call per shard).
+``ShardedMemoryEngine.frame`` call (the same work, one remote call per shard); then frames
+without data (the tick alone: the fixed cost of a frame on the driver).
 
 Bundles come back pickled and are not decoded (``ShardedBundles`` decodes on access); the
 decode cost of a whole frame is reported separately. Skipped without Ray.
@@ -99,9 +100,18 @@ def _fused(plan: list[Any], shards: int) -> dict[str, float]:
                 rows.append({"frame": wall, "cpu": (time.thread_time() - cpu0) * 1000.0,
                              "overhead": wall - engine.last_busy_s * 1000.0,
                              "busy": engine.last_busy_s * 1000.0})
+        bare: list[tuple[float, float]] = []  # a frame without data: the fixed cost
+        for k in range(FRAMES):
+            cpu0, t0 = time.thread_time(), time.perf_counter()
+            engine.frame(now=plan[-1][0] + 1_000 * (k + 1), budget_ms=2.0)
+            wall = (time.perf_counter() - t0) * 1000.0
+            bare.append(((time.thread_time() - cpu0) * 1000.0, wall - engine.last_busy_s * 1e3))
     finally:
         engine.close()
-    return {key: float(np.median([r[key] for r in rows])) for key in rows[0]}
+    out = {key: float(np.median([r[key] for r in rows])) for key in rows[0]}
+    out["bare_cpu"] = float(np.median([b[0] for b in bare]))
+    out["bare_overhead"] = float(np.median([b[1] for b in bare]))
+    return out
 
 
 def _sharded(plan: list[Any], shards: int) -> dict[str, float]:
@@ -183,3 +193,7 @@ def test_crowd_throughput_and_driver_overhead_by_shard_count(benchmark: Any,
                goal=2.0 if shards == "2" else None)
         record(f"{name}: driver thread CPU per frame", f["cpu"], "ms", spec=None,
                goal=2.0 if shards == "2" else None)
+        record(f"ray {shards} shard(s), frame() without data: driver overhead",
+               f["bare_overhead"], "ms", spec=None, goal=None)
+        record(f"ray {shards} shard(s), frame() without data: driver thread CPU",
+               f["bare_cpu"], "ms", spec=None, goal=None)
