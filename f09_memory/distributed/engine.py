@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from f09_memory._validate import check_budget_ms, check_now
-from f09_memory.bus import EVENT_NAMES, EngineBus
+from f09_memory.bus import EVENT_NAMES, EngineBus, SocialChanged
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.digest import HashParts, combine_parts, merge_parts
 from f09_memory.distributed.actor import Reply, ShardActor, ShardSpec
@@ -75,10 +75,13 @@ from f09_memory.maintenance.tick import TickBacklog, TickReport
 from f09_memory.perception.router import parse_events, physics_events, route_events
 from f09_memory.persistence.durable import CommitMode
 from f09_memory.persistence.snapshot import write_snapshot
+from f09_memory.procedural.miner import Procedure
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.social.interactions import Interaction
+from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 
 __all__ = ["MANIFEST_NAME", "ShardFrame", "ShardedMemoryEngine", "merge_tick_reports"]
 
@@ -704,6 +707,73 @@ class ShardedMemoryEngine:
                                          if i in req_where}, hash_list)
         return ShardFrame(ids, bundles, merge_tick_reports(reports) if reports else None)
 
+    def interact_many(self, interactions: Iterable[Interaction | Sequence[object]
+                                                   | Mapping[str, object]], *,
+                      now: int | None = None) -> list[SocialChanged]:
+        """``MemoryEngine.interact_many``, each item on its agent's shard (its ledger row).
+
+        Items take the single engine's forms (``Interaction``, a tuple in its field order,
+        a mapping). A hearsay ``chain`` reads other agents' trust, which lives on their
+        shards: refused here.
+
+        Returns:
+            The notable changes, grouped by agent in id order (each agent's in input order).
+
+        Raises:
+            InputInvalidError: An item without an agent id, a hearsay chain, or an item its
+                shard refused.
+        """
+        if isinstance(interactions, str | bytes | Mapping) or not isinstance(
+                interactions, Iterable):
+            raise InputInvalidError("interactions must be a list", details={"field": "items"})
+        values = list(interactions)
+        agents = []
+        for n, item in enumerate(values):
+            agent, chain = _interaction_parts(item)
+            if not isinstance(agent, str):
+                raise InputInvalidError(f"item {n}: an interaction names its agent_id",
+                                        details={"field": "agent_id", "index": n})
+            if chain:
+                raise InputInvalidError(
+                    f"item {n}: a hearsay chain reads other agents' trust, which lives on "
+                    "their shards; ShardedMemoryEngine takes hearsay from the direct source "
+                    "only (no chain)", details={"field": "chain", "index": n})
+            agents.append(agent)
+        parts, _ = self._split(values, self._shards_of(agents))
+        got = self._call({i: ("write", "interact_many", (part,), {"now": now})
+                          for i, part in parts.items()})
+        changes = [c for i in sorted(got) for c in got[i]]
+        return sorted(changes, key=lambda c: c.agent_id)
+
+    def interact(self, agent_id: str, other_agent_id: str, sentiment: float, *,
+                 kind: str = "interaction", weight: float = 1.0,
+                 now: int | None = None) -> list[SocialChanged]:
+        """``MemoryEngine.interact`` on the agent's shard (its opinion of the other)."""
+        return self.interact_many([Interaction(agent_id, other_agent_id, sentiment, None,
+                                               kind, weight)], now=now)
+
+    def opinion(self, agent_id: str, other_agent_id: str) -> Opinion:
+        """``MemoryEngine.opinion`` on the agent's shard."""
+        self._check_agent(agent_id)
+        got: Opinion = self._one(agent_id, "read", "opinion", agent_id, other_agent_id)
+        return got
+
+    def acquaintances(self, agent_id: str, k: int, *, by: AcquaintanceOrder = "trust",
+                      include_hearsay: bool = False) -> list[Opinion]:
+        """``MemoryEngine.acquaintances`` on the agent's shard."""
+        self._check_agent(agent_id)
+        got: list[Opinion] = self._one(agent_id, "read", "acquaintances", agent_id, k, by=by,
+                                       include_hearsay=include_hearsay)
+        return got
+
+    def procedures(self, agent_id: str, *, context: str | None = None, k: int = 5,
+                   min_support: int | None = None) -> list[Procedure]:
+        """``MemoryEngine.procedures`` on the agent's shard."""
+        self._check_agent(agent_id)
+        got: list[Procedure] = self._one(agent_id, "read", "procedures", agent_id,
+                                         context=context, k=k, min_support=min_support)
+        return got
+
     # ------------------------------------------------------------------ reading
     def retrieve(self, request: RetrievalRequest | Mapping[str, object], *,
                  now: int | None = None) -> RetrievedBundle:
@@ -983,6 +1053,17 @@ class ShardedMemoryEngine:
         order = sorted(range(len(keys)), key=lambda n: keys[n])
         placements.set_state({"keys": [keys[n] for n in order], "used": True},
                              {name: arr[order] for name, arr in merged.items()})
+
+
+def _interaction_parts(item: object) -> tuple[object, object]:
+    """The agent id and hearsay chain of an interaction item (any accepted form)."""
+    if isinstance(item, Interaction):
+        return item.agent_id, item.chain
+    if isinstance(item, Mapping):
+        return item.get("agent_id", item.get("agentId")), item.get("chain")
+    if isinstance(item, Sequence) and not isinstance(item, str | bytes) and item:
+        return item[0], item[7] if len(item) > 7 else None
+    return None, None
 
 
 def _packed(actor: Any, method: str, *args: Any) -> Callable[[], Any]:

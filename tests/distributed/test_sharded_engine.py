@@ -240,3 +240,27 @@ def test_a_whole_frame_in_one_call_per_shard_equals_the_calls_one_by_one(
             r.content for r in two.records(agent)]
     with pytest.raises(InputInvalidError):
         two.frame([{"content": "no agent"}], now=start + 20)
+
+
+def test_interactions_live_on_the_shard_of_the_agent_whose_opinion_they_are(
+        two: ShardedMemoryEngine) -> None:
+    one = MemoryEngine(MemoryConfig(), seed=SEED)
+    start = two.now + 1_000
+    one.tick(start)
+    two.tick(start)
+    items = [("s-a", "s-b", 0.8), ("s-b", "s-a", -0.4), ("s-c", "s-a", 0.9),
+             {"agent_id": "s-a", "other_agent_id": "s-c", "sentiment": -0.9,
+              "kind": "betrayal"}, ("s-a", "s-b", 0.7)]
+    expected = one.interact_many(items, now=start + 5)
+    got = two.interact_many(items, now=start + 5)
+    assert sorted(expected, key=lambda c: c.agent_id) == got
+    for agent, other in (("s-a", "s-b"), ("s-b", "s-a"), ("s-a", "s-c"), ("s-c", "s-b")):
+        assert one.opinion(agent, other) == two.opinion(agent, other)
+    assert one.acquaintances("s-a", 5) == two.acquaintances("s-a", 5)
+    assert one.interact("s-c", "s-b", 0.1) == two.interact("s-c", "s-b", 0.1)
+    assert [] == two.procedures("s-a")
+    with pytest.raises(InputInvalidError, match="chain"):
+        two.interact_many([{"agent_id": "s-a", "other_agent_id": "s-c", "sentiment": 0.2,
+                            "kind": "hearsay", "source": "s-b", "chain": ["s-d"]}])
+    with pytest.raises(InputInvalidError, match="agent_id"):
+        two.interact_many([{"sentiment": 0.2}])
