@@ -44,7 +44,7 @@ from f09_memory.distributed.routing import ShardRouter
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.maintenance.tick import TickReport
-from f09_memory.persistence.durable import CommitMode, DurableLog
+from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
 from f09_memory.persistence.journal import journaled
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.base import trusted_factory
@@ -112,6 +112,11 @@ class ShardEngine(MemoryEngine):
         bundles = self.retrieve_many(requests, now=now) if requests else []
         report = self.tick(now, budget_ms) if tick else None
         return list(ids), bundles, report
+
+    def commit(self) -> None:
+        """Durable mode: make every journaled write durable now (``commit="tick"``)."""
+        if isinstance(self._durable, DurableSession):
+            self._durable.log.commit()
 
     @journaled
     def apply(self, seq: int, method: str, args: Sequence[Any],
@@ -294,6 +299,8 @@ class ShardActor:
             reqs = [self._make_request(r) for r in requests] if trusted else requests
             ids, bundles, report = engine.apply(
                 seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {})
+            if tick and self.spec.commit == "tick":
+                engine.commit()
             return (ids, [encode_bundle(b, self._memo) for b in bundles],
                     [self._hasher(b) for b in bundles] if hashes else None, report)
 
@@ -335,6 +342,8 @@ class ShardActor:
                 raise InputInvalidError("already applied", details={"seq": seq,
                                                                      "applied": True})
             result = engine.apply(seq, method, args, kwargs)
+            if method == "tick" and self.spec.commit == "tick":
+                engine.commit()  # the frame's end, as a single engine's tick commits
             if method in _RETURNS_RECORDS and isinstance(result, IngestedRecords):
                 return result.ids
             return result

@@ -54,3 +54,19 @@ def test_the_crowd_reply_holds_each_bundle_encoded_with_its_hash() -> None:
     expected = single.retrieve_many(requests, now=2)
     assert [bundle_hash(b) for b in expected] == hashes
     assert [b.records for b in expected] == [decode_bundle(b).records for b in blobs]
+
+
+def test_tick_mode_commits_at_each_tick_and_frame(tmp_path: Path) -> None:
+    spec = ShardSpec(0, 1, MemoryConfig(), 4, str(tmp_path / "t.db"), commit="tick")
+    actor = ShardActor(spec)
+    actor.write(1, (), "ingest_batch", ([{"agent_id": "a", "content": "kept"}],), {"now": 1})
+    actor.write(2, (), "tick", (5,), {})
+    actor.frame_write(3, (), None, [{"agent_id": "b", "content": "also kept"}], [], True, 6,
+                      None, True, False)
+    actor.write(4, (), "ingest_batch", ([{"agent_id": "c", "content": "lost"}],), {"now": 7})
+    durable = actor.engine._durable
+    assert durable is not None
+    durable.log.close()  # the process dies before the next tick
+    reopened = ShardActor(spec)
+    assert 3 == reopened.applied() and ["a", "b"] == reopened.engine.agents()
+    reopened.close()
