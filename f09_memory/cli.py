@@ -10,6 +10,11 @@ Output: a table by default (when stdout is not a terminal it is drawn wide enoug
 JSON object; ``--plain`` prints one ``key=value`` line per metric (``records.<layer>=N``,
 ``events.<name>=N``). ``f09-memory --version`` prints the installed version.
 
+``f09-memory simulate --shards N`` runs the same village on ``N`` Ray actors
+(``f09_memory.distributed``, the ``[ray]`` extra; a local Ray unless ``RAY_ADDRESS`` names a
+cluster) and prints the same hashes as the single-process run; with ``--db`` the shards are
+durable in that folder.
+
 ``f09-memory calibrate-embedder [--embedder hashing|sentence-transformers]`` measures an
 embedder's cost per text on this machine and prints the ``tick_costs`` setting for it.
 
@@ -36,6 +41,7 @@ from rich.table import Table
 from f09_memory.config.config import MemoryConfig
 from f09_memory.determinism import checker, golden
 from f09_memory.determinism.scenario import VillageResult, run_village
+from f09_memory.distributed.engine import ShardedMemoryEngine
 from f09_memory.embedding.calibrate import calibrate_embedder, sample_texts
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.engine import MemoryEngine
@@ -125,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run on a durable SQLite store (reopened and continued if it exists)")
     sim.add_argument("--commit", choices=("call", "tick"), default="tick",
                      help="durable mode: commit every call or once per tick (tick)")
+    sim.add_argument("--shards", type=_positive, default=None, metavar="N",
+                     help="run on N Ray actors (the [ray] extra; --db is then a folder); "
+                          "the hashes are the single-process run's")
     output = sim.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true",
                         help="print the summary as one JSON object")
@@ -209,7 +218,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(engine: MemoryEngine, result: VillageResult, wall_s: float) -> dict[str, object]:
+def _summary(engine: MemoryEngine | ShardedMemoryEngine, result: VillageResult,
+             wall_s: float) -> dict[str, object]:
     lat = np.array(result.latencies_ms) if result.latencies_ms else np.zeros(1)
     return {
         "agents": result.agents,
@@ -253,8 +263,9 @@ def _print_table(console: Console, summary: dict[str, object]) -> None:
     table = Table(title="f09-memory simulate", show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", overflow="fold")
-    for key in ("agents", "ticks", "seed", "ingested", "recordsTotal"):
-        table.add_row(key, str(summary[key]))
+    for key in ("agents", "ticks", "seed", "shards", "ingested", "recordsTotal"):
+        if key in summary:
+            table.add_row(key, str(summary[key]))
     records = summary["records"]
     assert isinstance(records, dict)
     for layer, n in records.items():
@@ -275,7 +286,11 @@ def _print_table(console: Console, summary: dict[str, object]) -> None:
 
 def _simulate(args: argparse.Namespace) -> int:
     config = MemoryConfig.from_env() if args.from_env else MemoryConfig()
-    if args.db:
+    engine: MemoryEngine | ShardedMemoryEngine
+    if args.shards is not None:
+        engine = ShardedMemoryEngine(config, shards=args.shards, seed=args.seed, path=args.db,
+                                     commit=args.commit, hash_bundles=True)
+    elif args.db:
         engine = MemoryEngine.open(args.db, config, seed=args.seed, commit=args.commit)
     else:
         engine = MemoryEngine(config, seed=args.seed)
@@ -295,8 +310,11 @@ def _simulate(args: argparse.Namespace) -> int:
             on_tick=lambda _tick: progress.advance(task),
         )
     summary = _summary(engine, result, time.perf_counter() - t0)
-    if args.db:
+    if args.shards is not None:
+        summary["shards"] = args.shards
+    if args.db or args.shards is not None:
         engine.close()
+    if args.db:
         summary["db"] = args.db
     if args.json:
         print(json.dumps(summary, sort_keys=True))

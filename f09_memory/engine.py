@@ -31,7 +31,7 @@ from f09_memory._validate import check_now, parse_layer
 from f09_memory.bus import EngineBus
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.claims import ingest_claim
-from f09_memory.core.digest import config_fingerprint, state_hash
+from f09_memory.core.digest import HashParts, combine_parts, config_fingerprint, hash_parts
 from f09_memory.core.records import IngestedRecords, RecordReader
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
@@ -600,14 +600,26 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
     # ------------------------------------------------------------------ hashing
     def state_hash(self) -> str:
-        """sha256 hex of everything that determines future behaviour.
+        """sha256 hex of everything the engine holds that determines its answers.
 
-        Covers the config (fingerprint), clock, pressure, cursors, summarization tasks and,
-        per agent, its id counter, vocabulary and records. Equal for equal seeds and inputs
-        in any process and after save/load. Maintained incrementally: O(agents) plus
-        O(records changed since the last call) (see ``core.digest``).
+        Covers the config (fingerprint), clock, pressure and embedder and, per agent, its
+        id counter, vocabulary, records, layer-table rows (opinions, positions, contacts,
+        patterns) and summarization tasks. Equal for equal seeds and inputs in any process,
+        after save/load, and for the same agents split over any number of engines
+        (``f09_memory.distributed``; see ``core.digest``). Where maintenance resumes (the
+        tick and compaction cursors) is not covered. Maintained incrementally: O(agents)
+        plus O(records changed since the last call).
         """
-        return state_hash(self._state, self._fingerprint,
+        return combine_parts(self.state_hash_parts())
+
+    def state_hash_parts(self) -> HashParts:
+        """The additive parts of :meth:`state_hash` (``core.digest.HashParts``).
+
+        Engines holding disjoint sets of agents (shards) add theirs with
+        ``core.digest.merge_parts``; ``core.digest.combine_parts`` of the sum is the hash of
+        one engine holding them all. Runtime complexity: that of :meth:`state_hash`.
+        """
+        return hash_parts(self._state, self._fingerprint,
                           self.summarization.summarizer.get_state(), self._semantic.version,
                           self._semantic.queries.digest())
 

@@ -10,7 +10,7 @@ store, so it is saved, hashed and journaled with the rest of the engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory.bus import SocialChanged
@@ -52,7 +52,9 @@ class WorldFacade(Journaled):
     # ---- engine events (spec section 13, F02)
     @journaled
     def ingest_events(self, events: Iterable[EngineEvent | Mapping[str, object]], *,
-                      now: int | None = None) -> IngestedRecords:
+                      now: int | None = None,
+                      perceivers: Sequence[list[tuple[str, str]]] | None = None,
+                      keep: Callable[[str], bool] | None = None) -> IngestedRecords:
         """Store a frame of engine events in the memories of the agents that perceive them.
 
         Each event's kind picks a rule (``MemoryConfig.perception``): its layer and its
@@ -61,6 +63,12 @@ class WorldFacade(Journaled):
         are placed where their last event happened. Runtime complexity: O(events x placed
         agents) numpy plus the ingest of the records created.
 
+        An engine holding some of a world's agents (a shard of
+        ``f09_memory.distributed.ShardedMemoryEngine``) is given the perceivers its driver
+        resolved over every agent's position (``perceivers``: one list of
+        ``(agent_id, role)`` per event) and stores its own agents' part (``keep``): each
+        agent gets exactly what the whole frame gives it in one engine.
+
         Returns:
             The records created, grouped by event in event order.
 
@@ -68,7 +76,8 @@ class WorldFacade(Journaled):
             InputInvalidError: A malformed event or a kind without a rule (its index named).
             CapacityExceededError: An agent would pass ``max_records_per_agent``.
         """
-        return self._perception.ingest(events, self._time(now))
+        return self._perception.ingest(events, self._time(now), perceivers=perceivers,
+                                       keep=keep)
 
     def ingest_event(self, event: EngineEvent | Mapping[str, object], *,
                      now: int | None = None) -> IngestedRecords:

@@ -4,8 +4,9 @@ Every ``prompts/<n>-<name>/PROMPT_<NAME>.md`` must follow the section 18 templat
 heading once, in order, none empty; Constraints, Inputs and Non-goals as bullets), stay within
 220 lines, carry a negative validation bullet, and name only files and symbols that exist:
 each ``- File: f09_memory/<path>.py \u2014 Exports: A, B`` line is imported and checked.
-INDEX.md must list all 20 index entries, the trigger phrase, and exactly the prompts present;
-each entry is built (with its prompt and an existing sub-package) or ``planned`` (section 25).
+INDEX.md must list all 20 index entries (and the extensions past them, :data:`EXTENSIONS`),
+the trigger phrase, and exactly the prompts present; each entry is built (with its prompt
+and an existing sub-package) or ``planned`` (section 25).
 Prompts still being written are not required: the checks cover the ones present.
 """
 
@@ -48,6 +49,11 @@ SPEC_INDEX: dict[int, str] = {
     20: "observability-metrics",
 }
 """Spec section 17: index number -> folder name (without the number)."""
+EXTENSIONS: dict[int, str] = {
+    21: "distributed-scale-out",
+}
+"""Entries past the spec's twenty (sub-packages the spec does not list), same template."""
+ALL_INDEX: dict[int, str] = {**SPEC_INDEX, **EXTENSIONS}
 
 SECTIONS = (
     "Sub-Task:",
@@ -124,12 +130,13 @@ def test_prompt_folder_matches_spec_index(path: Path) -> None:
     match = FOLDER.match(path.parent.name)
     assert match, f"{name}: folder must be '<n>-<name>'"
     num = int(match["num"])
-    assert num in SPEC_INDEX, f"{name}: number {num} is not in spec section 17 (1..20)"
-    assert match["name"] == SPEC_INDEX[num], (
-        f"{name}: folder for #{num} must be '{num}-{SPEC_INDEX[num]}'"
+    assert num in ALL_INDEX, (
+        f"{name}: number {num} is neither in spec section 17 (1..20) nor an extension")
+    assert match["name"] == ALL_INDEX[num], (
+        f"{name}: folder for #{num} must be '{num}-{ALL_INDEX[num]}'"
     )
-    assert path.name == expected_filename(SPEC_INDEX[num]), (
-        f"{name}: file must be named {expected_filename(SPEC_INDEX[num])}"
+    assert path.name == expected_filename(ALL_INDEX[num]), (
+        f"{name}: file must be named {expected_filename(ALL_INDEX[num])}"
     )
 
 
@@ -230,10 +237,11 @@ def test_index_exists_with_trigger() -> None:
     assert TRIGGER in INDEX.read_text(encoding="utf-8"), f"INDEX.md lacks the phrase {TRIGGER}"
 
 
-def test_index_has_twenty_rows() -> None:
+def test_index_has_twenty_rows_and_the_extensions() -> None:
     rows = index_rows()
-    assert sorted(rows) == list(range(1, 21)), (
-        f"INDEX.md: numbered rows are {sorted(rows)}, expected exactly 1..20"
+    assert sorted(rows) == sorted(ALL_INDEX), (
+        f"INDEX.md: numbered rows are {sorted(rows)}, expected exactly 1..20 and the "
+        f"extensions {sorted(EXTENSIONS)}"
     )
 
 
@@ -245,7 +253,7 @@ def test_index_prompt_paths_match_prompts() -> None:
         if cell in {"\u2014", "-", ""}:
             continue
         assert (ROOT / cell).is_file(), f"INDEX.md: row #{num} lists {cell}, which does not exist"
-        expected = f"prompts/{num}-{SPEC_INDEX[num]}/{expected_filename(SPEC_INDEX[num])}"
+        expected = f"prompts/{num}-{ALL_INDEX[num]}/{expected_filename(ALL_INDEX[num])}"
         assert cell == expected, f"INDEX.md: row #{num} lists {cell}, expected {expected}"
         listed[cell] = num
     for path in prompt_files():
@@ -279,12 +287,13 @@ def status_problems(rows: dict[int, list[str]], prompts: set[str]) -> list[str]:
                 problems.append(f"row #{num} is built but its sub-package {package!r} "
                                 "does not exist")
         elif status == "planned":
-            planned += 1
+            planned += num in SPEC_INDEX
         else:
             problems.append(f"row #{num} has no prompt, so its status must be 'planned', "
                             f"not {status!r}")
-    if len(prompts) + planned != len(SPEC_INDEX):
-        problems.append(f"{len(prompts)} prompts + {planned} planned entries != "
+    spec_prompts = [p for p in prompts if int(p.split("/")[1].split("-")[0]) in SPEC_INDEX]
+    if len(spec_prompts) + planned != len(SPEC_INDEX):
+        problems.append(f"{len(spec_prompts)} prompts + {planned} planned entries != "
                         f"{len(SPEC_INDEX)} (spec section 17)")
     return problems
 

@@ -12,7 +12,10 @@ subclasses :class:`KeyedTable`, and the engine treats every table alike
   slots of preallocated columns (capacity doubles; freed slots are reused), so a batch
   update is numpy work over ``table.rows(keys)``.
 - **Digest.** Each row has a 16-byte digest over its key and its values (floats quantized);
-  the table keeps their sum modulo 2**128. A row marked with :meth:`KeyedTable.touch` loses
+  the table keeps their sum modulo 2**128. A key's first part names the agent that owns the
+  row, so the state hash splits by agent (``core.digest``); a row whose first part is empty
+  is engine-wide scheduling state (where a slice resumes), saved and journaled like the
+  others but left out of the digest. A row marked with :meth:`KeyedTable.touch` loses
   its digest and is hashed again by the next :meth:`KeyedTable.digest`, so hashing costs
   O(rows changed), and equal rows give an equal digest however they were reached.
 - **Changes.** While :attr:`KeyedTable.tracking` is on (durable mode), the table remembers
@@ -82,6 +85,9 @@ class KeyedTable:
             self._cols[name] = np.zeros(0, dtype=np.int64)
         self._hashed = np.zeros(0, dtype=np.bool_)
         self._alive = np.zeros(0, dtype=np.bool_)
+        self._scheduling = np.zeros(0, dtype=np.bool_)
+        """Rows keyed ``("", ...)``: engine-wide scheduling state, not hashed."""
+        self._n_scheduling = 0
         self._dhi = np.zeros(0, dtype=np.uint64)
         self._dlo = np.zeros(0, dtype=np.uint64)
         self._sum = 0
@@ -140,6 +146,9 @@ class KeyedTable:
             col[slot] = 0
         self._hashed[slot] = False
         self._alive[slot] = True
+        scheduling = not key[0]
+        self._scheduling[slot] = scheduling
+        self._n_scheduling += scheduling
         self._stale = self._used = True
         return slot
 
@@ -152,6 +161,7 @@ class KeyedTable:
         self._cols = {name: grown(col) for name, col in self._cols.items()}
         self._hashed = grown(self._hashed)
         self._alive = grown(self._alive)
+        self._scheduling = grown(self._scheduling)
         self._dhi = grown(self._dhi)
         self._dlo = grown(self._dlo)
 
@@ -189,6 +199,8 @@ class KeyedTable:
                 self._hashed[slot] = False
             self._keys[slot] = None
             self._alive[slot] = False
+            self._n_scheduling -= bool(self._scheduling[slot])
+            self._scheduling[slot] = False
             self._free.append(slot)
             gone += 1
             if self.tracking:
@@ -207,18 +219,20 @@ class KeyedTable:
         h.update(self._struct.pack(*values))
         return int.from_bytes(h.digest()[:16], "big")
 
-    def digest(self, quantum: int) -> str | None:
-        """``"<rows>:<sum>"`` of the row digests, or ``None`` while the table was never used.
+    def agent_digest(self, quantum: int) -> tuple[int, int]:
+        """``(rows, sum of their digests mod 2**128)`` over the agents' rows.
+
+        Rows keyed ``("", ...)`` (scheduling state) are left out. Two tables holding
+        disjoint agents' rows add up to the table holding them all.
 
         Args:
             quantum: Floats are rounded to integers of ``1 / quantum`` first.
         """
-        if not self._used:
-            return None
         if self._stale:
             n = len(self._keys)
             total = self._sum
-            for slot in np.flatnonzero(self._alive[:n] & ~self._hashed[:n]).tolist():
+            todo = self._alive[:n] & ~self._hashed[:n] & ~self._scheduling[:n]
+            for slot in np.flatnonzero(todo).tolist():
                 d = self._row_digest(slot, quantum)
                 self._dhi[slot] = d >> 64
                 self._dlo[slot] = d & ((1 << 64) - 1)
@@ -226,7 +240,18 @@ class KeyedTable:
                 total += d
             self._sum = total & _MASK128
             self._stale = False
-        return f"{len(self._slot_of)}:{self._sum:032x}"
+        return len(self._slot_of) - self._n_scheduling, self._sum
+
+    def digest(self, quantum: int) -> str | None:
+        """``"<rows>:<sum>"`` of :meth:`agent_digest`, or ``None`` while never used.
+
+        Args:
+            quantum: Floats are rounded to integers of ``1 / quantum`` first.
+        """
+        if not self._used:
+            return None
+        rows, total = self.agent_digest(quantum)
+        return f"{rows}:{total:032x}"
 
     # ------------------------------------------------------------------ snapshots
     def _export(self, keys: list[tuple[str, ...]]) -> TableState:
@@ -331,5 +356,8 @@ class KeyedTable:
         assert all(self._slot_of[k] == s for s, k in enumerate(self._keys) if k is not None)
         assert sorted(self._free) == [s for s, k in enumerate(self._keys) if k is None]
         hashed = [s for s in live if self._hashed[s]]
+        scheduling = [s for s in live if self._scheduling[s]]
+        assert not set(hashed) & set(scheduling) and len(scheduling) == self._n_scheduling
+        assert all((self._keys[s] or ("x",))[0] == "" for s in scheduling)
         total = sum((int(self._dhi[s]) << 64) | int(self._dlo[s]) for s in hashed)
         assert total & _MASK128 == self._sum

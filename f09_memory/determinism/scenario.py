@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from f09_memory.bus import EngineBus
 from f09_memory.determinism.hashing import BundleHasher
 from f09_memory.engine import MemoryEngine
 from f09_memory.protocols import LLMClient
@@ -26,6 +27,7 @@ from f09_memory.testing.doubles import ScriptedLLM
 __all__ = [
     "LIFECYCLE_CONFIG",
     "Village",
+    "VillageEngine",
     "VillageResult",
     "agent_names",
     "run_village",
@@ -43,6 +45,35 @@ LIFECYCLE_CONFIG: dict[str, Any] = {
                          "protected_min": 3},
 }
 """Config overrides that make a short village run summarize and compact (ticks of 10 s)."""
+
+
+class VillageEngine(Protocol):
+    """What the village needs of an engine: a ``MemoryEngine`` or a ``ShardedMemoryEngine``.
+
+    ``retrieve_many``'s result may carry ``hashes`` (each bundle's ``bundle_hash``, computed
+    where the bundles were made): the run uses them instead of hashing the bundles again.
+    """
+
+    @property
+    def bus(self) -> EngineBus:
+        """The engine's event bus."""
+
+    def set_pressure(self, state: PressureState | str) -> None:
+        """Set the pressure state."""
+
+    def ingest_batch(self, items: Iterable[Mapping[str, object]], *,
+                     now: int | None = None) -> Sized:
+        """Store a crowd frame."""
+
+    def retrieve_many(self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *,
+                      now: int | None = None) -> Sequence[RetrievedBundle]:
+        """Serve a crowd frame."""
+
+    def tick(self, now: int, budget_ms: float | None = None) -> object:
+        """Run a maintenance slice."""
+
+    def state_hash(self) -> str:
+        """The state hash."""
 
 
 def scripted_village_llm() -> ScriptedLLM:
@@ -194,7 +225,7 @@ class Village:
         self.retrieve_ms = 0.0
         """Wall time of the last tick's ``retrieve_many`` (never part of a hash)."""
 
-    def __call__(self, engine: MemoryEngine, tick: int) -> list[RetrievedBundle]:
+    def __call__(self, engine: VillageEngine, tick: int) -> Sequence[RetrievedBundle]:
         """Play tick ``tick`` (0-based; logical time ``(tick + 1) * tick_ms``)."""
         rng, names = self.rng, self.names
         now = (tick + 1) * self.tick_ms
@@ -218,6 +249,8 @@ class Village:
         self.retrieve_ms = (time.perf_counter() - t0) * 1000.0
         engine.tick(now, budget_ms=self.budget_ms)
         if self.llm is not None:
+            if not isinstance(engine, MemoryEngine):
+                raise TypeError("the village's LLM summaries need a MemoryEngine")
             engine.summarize_pending(self.llm, now=now)
         return bundles
 
@@ -227,7 +260,7 @@ _STRATEGIES = [Strategy.BALANCED, Strategy.BALANCED, Strategy.RECENCY, Strategy.
 
 
 def run_village(
-    engine: MemoryEngine,
+    engine: VillageEngine,
     *,
     agents: int,
     ticks: int,
@@ -267,8 +300,9 @@ def run_village(
         for tick in range(ticks):
             bundles = village(engine, tick)
             result.latencies_ms.append(village.retrieve_ms)
-            for bundle in bundles:
-                chain.update(bundle_hash(bundle).encode("ascii"))
+            hashes = getattr(bundles, "hashes", None)
+            for digest in (hashes if hashes is not None else map(bundle_hash, bundles)):
+                chain.update(digest.encode("ascii"))
             result.retrievals += len(bundles)
             if on_tick is not None:
                 on_tick(tick)

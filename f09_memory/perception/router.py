@@ -21,6 +21,12 @@ A rule may also feed the social ledger (``EventRule.ledger``): ``mutual`` intera
 between actor and target, or ``hearsay`` (the target hears from the actor about the payload's
 ``about``), with the payload's ``sentiment``.
 
+A frame may be routed with its perceivers already resolved (``perceivers``: one list per
+event, e.g. by a sharded engine's driver, which holds every agent's position) and for some
+agents only (``keep``: a shard stores its own agents' part of the frame: their items, their
+ledger rows, their moves). Each agent's part is then exactly what routing the whole frame
+would give it.
+
 Each perceiver gets one ingest item (``core.writer`` validates, redacts and stores them all
 or none): the event's text, the rule's layer, ttl and tags plus the event's, the event's
 importance hint (or the rule's; a witness's is scaled by ``witness_discount``), the kind as
@@ -32,7 +38,7 @@ number in -1..1), and the payload as attributes plus ``eventRole`` (``actor``, `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,12 +65,14 @@ class RoutedFrame:
         moves: ``(actor ids, positions)`` to place once the items are stored.
         interactions: The social ledger's interactions (``SocialService.apply`` items), in
             event order.
+        perceivers: Each event's perceivers as ``(agent_id, role)`` pairs, before ``keep``.
     """
 
     items: list[dict[str, Any]]
     event_of: list[int]
     moves: tuple[list[str], NDArray[np.float64]]
     interactions: list[Any]
+    perceivers: list[list[tuple[str, str]]]
 
 
 def parse_events(events: object) -> list[EngineEvent]:
@@ -215,18 +223,39 @@ def physics_events(event: EngineEvent, rule: EventRule, i: int,
     return out
 
 
+def _ledger_agent(item: Any) -> str:
+    return str(item["agent_id"] if isinstance(item, dict) else item[0])
+
+
 def route_events(events: list[EngineEvent], settings: PerceptionSettings,
-                 positions: Placements, physics: PhysicsRoute) -> RoutedFrame:
+                 positions: Placements, physics: PhysicsRoute, *,
+                 perceivers: Sequence[list[tuple[str, str]]] | None = None,
+                 keep: Callable[[str], bool] | None = None) -> RoutedFrame:
     """Route a validated frame (see the module docstring). Changes nothing.
 
     ``physics`` turns the events of physics rules into items (the spatial layer's adapter).
 
+    Args:
+        events: The frame.
+        settings: The routing rules.
+        positions: The agents' last known positions (unused for an event whose
+            perceivers are given).
+        physics: The physics adapter.
+        perceivers: Each event's perceivers, resolved by the caller (``None``: resolved
+            here from ``positions``).
+        keep: Only these agents' items, ledger interactions and moves (``None``: all).
+
     Raises:
-        InputInvalidError: An event's kind has no rule and there is no ``default_rule``.
+        InputInvalidError: An event's kind has no rule and there is no ``default_rule``,
+            or ``perceivers`` does not give one list per event.
     """
+    if perceivers is not None and len(perceivers) != len(events):
+        raise InputInvalidError("perceivers must give one list of (agent_id, role) per event",
+                                details={"field": "perceivers"})
     items: list[dict[str, Any]] = []
     event_of: list[int] = []
     interactions: list[Any] = []
+    resolved: list[list[tuple[str, str]]] = []
     movers: dict[str, NDArray[np.float64]] = {}
     for i, event in enumerate(events):
         rule = settings.rule(event.kind)
@@ -235,17 +264,22 @@ def route_events(events: list[EngineEvent], settings: PerceptionSettings,
                 f"events[{i}]'s kind has no routing rule: add it to "
                 "MemoryConfig.perception.rules or set perception.default_rule",
                 details={"field": "kind", "index": i})
-        perceivers = _perceivers(event, rule, settings, positions)
-        made = (_items(event, rule, perceivers) if rule.physics is None
-                else physics(event, rule, i, perceivers))
+        found = (_perceivers(event, rule, settings, positions) if perceivers is None
+                 else [(str(agent), str(role)) for agent, role in perceivers[i]])
+        resolved.append(found)
+        mine = found if keep is None else [p for p in found if keep(p[0])]
+        made = (_items(event, rule, mine) if rule.physics is None
+                else physics(event, rule, i, mine))
         items.extend(made)
         event_of.extend([i] * len(made))
-        interactions.extend(_ledger(event, rule, i))
+        ledger = _ledger(event, rule, i)
+        interactions.extend(ledger if keep is None
+                            else [x for x in ledger if keep(_ledger_agent(x))])
         point = _point(event)
         if (settings.track_positions and rule.places_actor and event.actor is not None
-                and point is not None):
+                and point is not None and (keep is None or keep(event.actor))):
             movers.pop(event.actor, None)  # the last event of an actor wins
             movers[event.actor] = point
     xyz = (np.stack(list(movers.values())) if movers
            else np.zeros((0, 3), dtype=np.float64))
-    return RoutedFrame(items, event_of, (list(movers), xyz), interactions)
+    return RoutedFrame(items, event_of, (list(movers), xyz), interactions, resolved)

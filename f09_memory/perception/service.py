@@ -7,7 +7,7 @@ nothing: a bad item is reported under its event's index), then place the actors 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,8 +58,14 @@ class Perception:
         """Drop the agent's last known position (``forget(agent_id=...)``)."""
         self.placements.delete([(agent_id,)])
 
-    def ingest(self, events: object, now: int) -> IngestedRecords:
+    def ingest(self, events: object, now: int, *,
+               perceivers: Sequence[list[tuple[str, str]]] | None = None,
+               keep: Callable[[str], bool] | None = None) -> IngestedRecords:
         """Store what each perceiver of each event remembers; see the module docstring.
+
+        ``perceivers`` (one list of ``(agent_id, role)`` per event) replaces the routing's
+        own resolution, and ``keep`` stores only those agents' part of the frame (see
+        ``perception.router``).
 
         Raises:
             InputInvalidError: A malformed event, a kind without a rule, or an item the
@@ -87,7 +93,8 @@ class Perception:
             contacts.extend(plan.contacts)
             return plan.items
 
-        frame = route_events(parse_events(events), self.settings, self.placements, physics)
+        frame = route_events(parse_events(events), self.settings, self.placements, physics,
+                             perceivers=perceivers, keep=keep)
         # the ledger's part is checked before anything is stored
         ledger = self.social.parse(frame.interactions, now) if frame.interactions else None
         try:
