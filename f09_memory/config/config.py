@@ -178,19 +178,19 @@ class TickCosts(_ConfigModel):
     11 µs."""
     summary_store: PosInt = 24_000
     """Per summary record stored (redaction, embedding, events): about 45 µs."""
-    mine_slice: PosInt = 30_000
+    mine_slice: PosInt = 40_000
     """Per mining slice, whatever it mines: the pending queue, the agents' order, the
     slice's batched pattern-table and cursor writes: about 150 µs."""
-    mine_agent: PosInt = 25_000
+    mine_agent: PosInt = 6_000
     """Per agent a mining slice visits (its pending keys, cursor and chain read, written
     back with the slice's batched table writes): about 125 µs."""
-    mine_record: PosInt = 1_500
+    mine_record: PosInt = 2_500
     """Per record the procedural miner reads (an action's attributes parsed, its chain
     extended): about 7.5 µs."""
-    mine_pattern: PosInt = 4_500
+    mine_pattern: PosInt = 1_500
     """Per n-gram the miner counts (canonical key, sha256 id, count, the record check):
     about 22 µs."""
-    mine_store: PosInt = 45_000
+    mine_store: PosInt = 24_000
     """Per procedural record the miner creates or reinforces through the writer
     (validation, redaction, store or update, events): about 225 µs. A mined record is one
     item of at most ``mine_record + (max_n - 1) * (mine_pattern + mine_store)`` units

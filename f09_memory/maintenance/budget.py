@@ -44,8 +44,10 @@ class WorkBudget:
         return self.total is None or self.used + cost <= self.total
 
     def admits(self, cost: int) -> bool:
-        """Whether an item of ``cost`` units may start: it fits, or it is the tick's first
-        item (the minimum-progress rule)."""
+        """Whether an item of ``cost`` units may start.
+
+        It may when it fits, or when it is the tick's first item (minimum progress).
+        """
         return self.total is None or self.used + cost <= self.total or not self.items
 
     def spend(self, units: int) -> None:

@@ -18,7 +18,9 @@ calls do the same work on every machine. A tick:
    time-outs): making a summary and applying it are one item each;
 3. visits the due agents in id order from where the last tick stopped: a TTL expiry
    (removals sliced by the budget) and a summarization check (one item each; a check's
-   fit is judged on its largest outcome, a full batch);
+   fit is judged on its largest outcome, a full batch). When an agent's visit is the
+   tick's first item, the whole visit is (its expiry, then its check), so the cursor
+   moves on every tick and every due agent's turn comes;
 4. compaction of layers over their caps (one layer scan and its removals per item; records
    beyond ``cap + slack`` never wait for a tick: ingest evicts them, see ``core.writer``),
    re-embedding of records whose embedding failed or went stale, vector-index slices;
@@ -190,8 +192,9 @@ class Maintenance:
 
     def expire(self, am: AgentMemory, now: int, events: list[Any],
                limit: int | None = None) -> tuple[int, int]:
-        """Remove ``am``'s records whose TTL passed at ``now`` (at most ``limit``, lowest
-        keys first); return ``(removed, left due)``.
+        """Remove ``am``'s records whose TTL passed; return ``(removed, left due)``.
+
+        At most ``limit`` of them, lowest keys first.
 
         ``min_deadline`` stays a lower bound of the live deadlines (at or before ``now``
         while some are left due), so the agent stays due until every one is removed.
@@ -324,8 +327,10 @@ class Maintenance:
     def _visit(self, agents: list[AgentMemory], ids: list[str], stats: np.ndarray,
                live: np.ndarray, now: int, budget: WorkBudget, events: list[Any]
                ) -> tuple[int, int, int, int]:
-        """Step 3: the due agents' TTL expiry and summarization checks, in id order from
-        the tick cursor. Returns ``(expired, agents processed, tasks queued, agents left)``.
+        """Step 3: the due agents' TTL expiry and summarization checks.
+
+        In id order from the tick cursor. Returns ``(expired, agents processed, tasks
+        queued, agents left)``.
         """
         state = self._state
         costs = self._costs
@@ -343,6 +348,7 @@ class Maintenance:
         expired = processed = queued = 0
         for i in order:
             am = agents[i]
+            first = not budget.items  # the tick's first item: the agent's whole visit
             if due_expiry[i]:
                 scan = costs.scan + int(live[i]) * costs.scan_slot
                 if not budget.admits(scan + costs.expire):
@@ -356,7 +362,7 @@ class Maintenance:
                 if rest:
                     break  # the agent stays due: it resumes here next tick
             if due_summary[i]:
-                if not budget.admits(check + largest_task):
+                if not (first or budget.fits(check + largest_task)):
                     break
                 budget.take(check)
                 task = summarization.schedule(am, now, events)
@@ -370,14 +376,19 @@ class Maintenance:
 
     @staticmethod
     def _room(budget: WorkBudget) -> int | None:
-        """What a step that slices by item may spend: what is left, or (the tick's first
-        item, minimum progress) one unit, which such a step turns into exactly one item."""
+        """What a step that slices by item may spend.
+
+        What is left, or (the tick's first item, minimum progress) one unit, which such a
+        step turns into exactly one item.
+        """
         left = budget.left
         return left if budget.items or left is None else max(1, left)
 
     def _embed(self, now: int, budget: WorkBudget, events: list[Any]) -> int:
-        """Re-embedding of records whose embedding failed or went stale: texts in key
-        order, each an item (``tick_costs.embed``). Returns how many were embedded."""
+        """Re-embed records whose embedding failed or went stale; return how many.
+
+        Texts in key order, each an item (``tick_costs.embed``).
+        """
         semantic = self._semantic
         if not semantic.retry_agents or not budget.admits(semantic.embed_cost()):
             return 0
@@ -404,9 +415,11 @@ class Maintenance:
 
     def _due(self, ids: list[str], stats: np.ndarray, now: int
              ) -> tuple[np.ndarray, np.ndarray]:
-        """Per agent: TTL expiry due, summarization check due (vectorized over the survey;
-        the summarizer's next-check times for the agents old enough, its locks only for
-        those whose check is due)."""
+        """Per agent: TTL expiry due, summarization check due.
+
+        Vectorized over the survey; the summarizer's next-check times are read for the
+        agents old enough, its locks only for those whose check is due.
+        """
         summarizer = self._summarization.summarizer
         due_expiry = stats[:, STAT_DEADLINE] <= now
         due_summary = stats[:, STAT_EPISODIC_ANCHOR] <= now - self._state.config.episodic_window
@@ -426,8 +439,10 @@ class Maintenance:
 
     def _index_candidates(self, agents: list[AgentMemory], stats: np.ndarray,
                           live: np.ndarray) -> list[AgentMemory]:
-        """Agents that may have index work: more live records than
-        ``semantic_preselect_threshold``, or a build in progress (from the survey)."""
+        """Agents that may have index work (from the survey).
+
+        More live records than ``semantic_preselect_threshold``, or a build in progress.
+        """
         mask = (stats[:, STAT_BUILDING] != 0) | (
             live > self._state.config.semantic_preselect_threshold)
         return [agents[i] for i in np.flatnonzero(mask).tolist()]

@@ -391,14 +391,12 @@ class ProceduralMiner:
 
         Exact, from the pending queue's incremental count; only agents whose removal
         counter moved since they were last counted are re-checked.
-        Runtime complexity: O(agents with pending records) plus O(the pending keys of the
-        agents that lost records).
+        Runtime complexity: O(agents) numpy plus O(the pending keys of the pending agents
+        that lost records).
         """
         if not self.settings.enabled:
             return 0
-        queue = self._pending_queue()
-        get = self._state.store.get
-        return queue.refresh((agent_id, get(agent_id)) for agent_id in queue.agents())
+        return self._pending_queue().refresh(self._state.store)
 
     # ------------------------------------------------------------------ queries
     def procedures(self, agent_id: str, context: str | None, k: int,

@@ -8,23 +8,28 @@ queue's :attr:`PendingQueue.total`, kept exact incrementally instead of recounte
 - a stored record that may be an action is appended live (``add``: records are stored in
   key order, past every cursor);
 - a slice that reads ``n`` keys drops them and their live count (``consume``);
-- a removal is seen through the agent's removal counter (``AgentMemory.removed_count``):
-  only an agent whose counter moved since it was last counted has its keys re-checked
-  against its live records, and the removed keys are dropped (``refresh``).
+- a removal is seen through the agent's removal counter (``AgentMemory.removed_count``,
+  a column of the store's survey matrix): one numpy comparison finds the agents whose
+  counter moved since the queue last looked, and only those have their keys re-checked
+  against their live records, the removed keys dropped (``refresh``).
 
 The queue is derived state (from the store and the cursors), never saved: the miner
 rebuilds it after a restore or a replay (``rebuild``).
 
 Runtime complexity: ``add`` O(k); ``consume`` O(1) amortized (a read offset, compacted when
-half the list is read); ``refresh`` O(agents with pending keys) plus O(their pending keys)
-for the agents that lost records; ``total`` O(1).
+half the list is read); ``refresh`` O(agents) numpy plus O(pending keys) of the pending
+agents that lost records; ``total`` O(1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from f09_memory.store.agent import AgentMemory
+import numpy as np
+from numpy.typing import NDArray
+
+from f09_memory.store.agent import STAT_REMOVED, AgentMemory
+from f09_memory.store.store import MemoryStore
 
 __all__ = ["PendingActions", "PendingQueue"]
 
@@ -59,10 +64,12 @@ class PendingActions:
 class PendingQueue:
     """Every agent's :class:`PendingActions`, and the exact live total."""
 
-    __slots__ = ("_by_agent", "total")
+    __slots__ = ("_by_agent", "_seen", "total")
 
     def __init__(self) -> None:
         self._by_agent: dict[str, PendingActions] = {}
+        self._seen: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        """Every agent's removal counter when the queue last looked, by survey row."""
         self.total = 0
         """Live unread keys of every agent (exact after :meth:`refresh`)."""
 
@@ -83,6 +90,7 @@ class PendingQueue:
     def clear(self) -> None:
         """Forget everything."""
         self._by_agent.clear()
+        self._seen = np.zeros(0, dtype=np.int64)
         self.total = 0
 
     def rebuild(self, entries: Iterable[tuple[AgentMemory, list[int]]]) -> None:
@@ -124,14 +132,26 @@ class PendingQueue:
             return None
         return entry
 
-    def refresh(self, agents: Iterator[tuple[str, AgentMemory | None]]) -> int:
-        """Make every entry exact (``agents``: each pending agent id with its memory, or
-        ``None`` when it has none any more); return :attr:`total`."""
-        for agent_id, am in agents:
-            if am is None:
-                self.drop(agent_id)
-            else:
-                self.refresh_agent(am)
+    def refresh(self, store: MemoryStore) -> int:
+        """Make every entry exact; return :attr:`total`.
+
+        The agents whose removal counter moved since the last call are found with one
+        numpy comparison over the store's survey column; only the pending ones among them
+        are re-checked (:meth:`refresh_agent`).
+        """
+        counts = store.stat_column(STAT_REMOVED)
+        seen = self._seen
+        if seen.shape[0] < counts.shape[0]:
+            seen = self._seen = np.concatenate(
+                (seen, np.full(counts.shape[0] - seen.shape[0], -1, dtype=np.int64)))
+        moved = np.flatnonzero(counts != seen[:counts.shape[0]])
+        if moved.shape[0]:
+            by_agent = self._by_agent
+            for row in moved.tolist():
+                am = store.by_row(row)
+                if am.agent_id in by_agent:
+                    self.refresh_agent(am)
+            seen[moved] = counts[moved]
         return self.total
 
     def consume(self, agent_id: str, read: int) -> None:

@@ -17,13 +17,14 @@ once would: budgeted slices end in the same state as one unbounded call.
 
 Cost model (counted work units, never the wall clock): scoring a layer costs
 ``scan_cost_units`` plus one unit per live record of the agent when the slice starts (the
-vectorized scan; live records, not slots, so a loaded engine, whose slots are compacted, is charged the same),
-each removal ``removal_cost_units`` (default :data:`REMOVAL_COST_UNITS`). Each layer step
-removes ``max(1, (left - scan) // removal_cost_units)`` records while any budget is left,
-so compaction always makes progress, even under a budget smaller than one removal; a slice
-overshoots its budget by at most one scan and one removal. With ``strict=True`` (a tick
-that has already done other work) a layer step starts only when its scan and one removal
-fit, and removes only what fits: no overshoot.
+vectorized scan; live records, not slots, so a loaded engine, whose slots are compacted,
+is charged the same), each removal ``removal_cost_units`` (default
+:data:`REMOVAL_COST_UNITS`). Each layer step removes ``max(1, (left - scan) //
+removal_cost_units)`` records while any budget is left, so compaction always makes
+progress, even under a budget smaller than one removal; a slice overshoots its budget by
+at most one scan and one removal. With ``strict=True`` (a tick that has already done
+other work) a layer step starts only when its scan and one removal fit, and removes only
+what fits: no overshoot.
 """
 
 from __future__ import annotations

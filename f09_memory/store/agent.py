@@ -113,6 +113,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         row = np.zeros(STAT_WIDTH, dtype=np.int64)
         row[STAT_DEADLINE] = row[STAT_EPISODIC_ANCHOR] = NO_DEADLINE
         self.bind_stats(row)
+        self.survey_row = -1
+        """This agent's row in its store's survey matrix (-1: not in a store)."""
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.claims: dict[str, int] = {}
         """Active claim key (``claimKey`` attribute) -> record key."""
@@ -163,7 +165,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         """The survey row: live records per layer, bounds, build flag, removals."""
         self.layer_counts = row[:_N_LAYERS]
         """Live records per layer code (a view of :attr:`stats`)."""
-        self._counts: Any = memoryview(row)  # scalar updates (layer counts, bounds, ...)
+        self._counts: Any = row.data  # a memoryview: scalar updates (counts, bounds, ...)
 
     @property
     def min_deadline(self) -> int:
@@ -177,8 +179,11 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
 
     @property
     def min_episodic_anchor(self) -> int:
-        """A lower bound of the live episodic records' anchors (summary selection skips the
-        agent while none can be old enough); refreshed by the selection itself."""
+        """A lower bound of the live episodic records' anchors.
+
+        Summary selection skips the agent while none can be old enough; the selection
+        refreshes it.
+        """
         value: int = self._counts[STAT_EPISODIC_ANCHOR]
         return value
 

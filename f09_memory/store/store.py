@@ -80,6 +80,7 @@ class MemoryStore:
                 other.bind_stats(grown[i])
         self._rows.append(am)
         am.bind_stats(self._stats[row])
+        am.survey_row = row
         self._sorted = None
 
     def clear(self) -> None:
@@ -90,10 +91,25 @@ class MemoryStore:
         self._sorted = None
         self.tags.set_state([[]])
 
+    def by_row(self, row: int) -> AgentMemory:
+        """The agent whose survey row is ``row`` (``AgentMemory.survey_row``)."""
+        return self._rows[row]
+
+    def stat_column(self, column: int) -> NDArray[np.int64]:
+        """One column of every agent's survey row, by row (creation order), read only.
+
+        E.g. ``STAT_REMOVED``, to see which agents lost records since a reader last looked
+        (compare with the values it kept, by ``survey_row``).
+        """
+        view = self._stats[:len(self._rows), column]
+        view.flags.writeable = False
+        return view
+
     def survey(self) -> tuple[list[AgentMemory], list[str], NDArray[np.int64]]:
-        """Every agent and agent id in id order, and their survey rows as one
-        ``(agents, STAT_WIDTH)`` array (a copy, aligned with the lists). Do not mutate the
-        lists.
+        """Every agent and agent id in id order, and their survey rows.
+
+        The rows are one ``(agents, STAT_WIDTH)`` array (a copy, aligned with the lists).
+        Do not mutate the lists.
 
         Runtime complexity: O(agents) numpy (one fancy-index copy); the sorted order is
         cached until an agent is created.
@@ -130,6 +146,7 @@ class MemoryStore:
         for i, am in enumerate(self._rows):
             assert self._agents[am.agent_id] is am
             assert np.shares_memory(am.stats, self._stats[i]), "survey row detached"
+            assert am.survey_row == i
         agents, ids, stats = self.survey()
         assert ids == [am.agent_id for am in agents]
         assert [am.agent_id for am in agents] == list(self._agents)
