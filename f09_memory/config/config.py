@@ -153,7 +153,7 @@ class TickCosts(_ConfigModel):
     """Per record compaction prunes from a layer over its cap, with its event: about 5 µs."""
     embed: PosInt | None = None
     """Per text (re-)embedded by a tick. ``None``: the provider's own ``tick_cost_units``
-    (the hashing embedder declares 1,100, about 5.5 µs), else :data:`DEFAULT_EMBED_UNITS`.
+    (the hashing embedder declares 2,000, about 10 µs), else :data:`DEFAULT_EMBED_UNITS`.
     A real model costs far more: measure it with ``f09-memory calibrate-embedder``."""
     embed_apply: PosInt = 200
     """Per vector an async embedding job attaches at a tick: about 1 µs (plus the wait for
