@@ -33,7 +33,7 @@ is the minimum-progress rule (``maintenance.budget``): the tick's first item is 
 taken, so a budget too small for any item still does one item per tick (the first step with
 work, in the order above) and nothing waits forever. A tick therefore overshoots by at most
 one item, and only when it did nothing else. The largest item with the default settings is
-a summarization check that schedules a full batch of 25 sources (about 0.5 ms of the
+a summarization check that schedules a full batch of 25 sources (about 0.35 ms of the
 reference machine). What does not fit stays for the next tick and shows in the report's
 backlog; when the backlog grows ``tick_behind_after`` ticks in a row the report says
 ``behind`` and ``memory:tick:behind`` is emitted. Last, ``memory:tick`` reports the tick's
