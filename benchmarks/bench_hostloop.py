@@ -3,14 +3,18 @@
 Host loop (``f09_memory.determinism.gridworld``, no extra package): 200 agents on a grid,
 about 6 observations per agent per step (some flagged, some repeated), ``retrieve_many``
 for every agent each step, summarization requested every 25 steps, ``tick(budget_ms=B)``.
-Reported per B: tick wall p50/p95/p99/max (goals: p99 <= B + 1 ms, max <= 3B + 2 ms), the
-engine's overhead per step (total minus the world's own work; goal <= 25 ms for the 200
-agents) and live records per layer against the caps (enforced: caps + slack at every step).
+Reported per B: tick wall p50/p95/p99/max (goals: p99 <= B + 1 ms, max <= 3B + 2 ms; the
+p95 is enforced at 2(B + 1) ms, a loaded CI machine), the engine's overhead per step (total
+minus the world's own work; goal <= 25 ms for the 200 agents) and live records per layer
+against the caps (enforced: caps + slack at every step).
 
-Calibration: ticks that do mostly one kind of work, unbounded; the measured µs per charged
-work unit of each kind beside the nominal ``1000 / work_units_per_ms`` (0.005 µs). Enforced
-only generously (under 20x nominal, a loaded CI machine): the figures are for setting
-``tick_costs`` on a machine, and a slower machine lowers ``work_units_per_ms``.
+Calibration: each kind of tick work timed on the code a tick runs (the whole tick for its
+fixed cost and survey; the summarizer's and the compactor's items one by one), the measured
+µs per charged work unit beside the nominal ``1000 / work_units_per_ms`` (0.005 µs): at or
+below nominal, the constant covers that work on this machine. Enforced only generously
+(under 20x nominal, a loaded CI machine): the figures are for setting ``tick_costs`` on a
+machine, and a slower machine lowers ``work_units_per_ms``. The defaults were set from
+these figures and from the host loop itself (caches cold from the frame's other work).
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def test_host_loop_tick_wall_time_and_overhead(benchmark) -> None:
         p50, p95, p99 = np.percentile(tick, [50, 95, 99])
         total = sum(np.sum(v) for k, v in times.items() if k != "world") / STEPS
         record(f"tick B={b:g} ms: wall p50", p50, "ms", spec=None, goal=b)
-        record(f"tick B={b:g} ms: wall p95", p95, "ms", spec=None, goal=b + 1.0)
+        record(f"tick B={b:g} ms: wall p95", p95, "ms", spec=2 * (b + 1.0), goal=b + 1.0)
         record(f"tick B={b:g} ms: wall p99", p99, "ms", spec=None, goal=b + 1.0)
         record(f"tick B={b:g} ms: wall max", tick.max(), "ms", spec=None, goal=3 * b + 2.0)
         record(f"host loop B={b:g}: engine overhead per step", total, "ms", spec=None,
@@ -88,9 +92,16 @@ def _per_unit(engine: MemoryEngine, now: int) -> float:
 def _calibrate() -> dict[str, float]:
     out: dict[str, float] = {}
     idle = MemoryEngine(MemoryConfig(), embedder=None)
-    idle.ingest_batch([{"agent_id": f"a{i:05d}", "content": "x"} for i in range(5_000)], now=0)
+    idle.ingest_batch([{"agent_id": f"a{i:05d}", "content": "x"} for i in range(1_000)], now=0)
     idle.tick(1)
-    out["agent"] = min(_per_unit(idle, 2 + k) for k in range(5))  # nothing is used up
+    out["tick + agent (idle, 1,000 agents)"] = min(_per_unit(idle, 2 + k) for k in range(5))
+    old = MemoryEngine(MemoryConfig(episodic_window=10, summarization_min_interval_ms=10**9),
+                       embedder=None)  # every agent old enough, its next check later
+    old.ingest_batch([{"agent_id": f"a{i:05d}", "content": f"x {j}"} for i in range(1_000)
+                      for j in range(3)], now=0)
+    old.tick(100)
+    out["tick + agent (1,000 agents checked for summaries)"] = min(
+        _per_unit(old, 200 + k) for k in range(5))
 
     ttl = MemoryEngine(MemoryConfig(), embedder=None)
     ttl.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"spark {i}", "ttl": 5}
@@ -116,23 +127,32 @@ def _calibrate() -> dict[str, float]:
 
 
 def _summary_kinds() -> dict[str, float]:
-    """µs per unit of the three summary items, timed on the functions a tick calls."""
-    engine = MemoryEngine(MemoryConfig(episodic_window=10, summarization_keep_recent=0),
-                          embedder=None)
-    engine.set_pressure("throttle")
-    engine.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"Saw Dan Ash at the mill {i}.",
-                          "tags": ["mill"], "importance": 0.2}
-                         for a in range(100) for i in range(25)], now=0)
-    costs = engine.config.tick_costs
-    service = engine.summarization
-    agents = engine._state.store.agents()
+    """µs per unit of the summary items, timed on the functions a tick calls."""
+    def engine(keep_recent: int) -> MemoryEngine:
+        e = MemoryEngine(MemoryConfig(episodic_window=10, summarization_keep_recent=keep_recent),
+                         embedder=None)
+        e.set_pressure("throttle")
+        e.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"Saw Dan Ash at the mill {i}.",
+                         "tags": ["mill"], "importance": 0.2}
+                        for a in range(100) for i in range(60)], now=0)
+        return e
+
+    costs = MemoryConfig().tick_costs
+    empty = engine(10_000)  # nothing eligible: checks without a task
+    agents = empty._state.store.agents()
+    t = time.perf_counter()
+    for am in agents:
+        empty.summarization.schedule(am, 100, [])
+    check_us = (time.perf_counter() - t) * 1e6
+    full = engine(0)
+    service = full.summarization
+    agents = full._state.store.agents()
     events: list[object] = []
     t = time.perf_counter()
     tasks = [service.schedule(am, 100, events) for am in agents]
-    select_us = (time.perf_counter() - t) * 1e6
+    task_us = (time.perf_counter() - t) * 1e6
     sources = sum(len(task.source_ids) for task in tasks if task is not None)
-    select_units = (len(agents) * (costs.scan + 26 * costs.scan_slot)
-                    + sources * costs.summary_select)
+    made = sum(task is not None for task in tasks)
     t = time.perf_counter()
     outcomes = service.summarizer.collect()
     make_us = (time.perf_counter() - t) * 1e6
@@ -140,7 +160,10 @@ def _summary_kinds() -> dict[str, float]:
     service.apply(outcomes, events)
     apply_us = (time.perf_counter() - t) * 1e6
     return {
-        "summary select (scan + sources)": select_us / select_units,
+        "summary check (no task)": check_us / (len(agents) * costs.summary_check),
+        "summary check + task (sources)": task_us / (
+            len(agents) * costs.summary_check + made * costs.summary_task
+            + sources * costs.summary_select),
         "summary make (heuristic)": make_us / (sources * costs.summary_heuristic),
         "summary apply": apply_us / (sources * costs.summary_apply
                                      + len(outcomes) * costs.summary_store),

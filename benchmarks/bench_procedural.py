@@ -6,10 +6,12 @@
   under 20x nominal, a loaded CI machine).
 - Ticks with mining: 200 agents, each doing one or two actions every fourth step (a
   routine of six actions in four contexts, 30 % failures), ``tick(budget_ms=B)`` every
-  step. Target (issue 11): no tick over B + 1 ms; enforced at 4 x (B + 1) ms for the p95
-  (a noisy shared machine), p50, p95 and max reported against the goals B and B + 1 ms.
-- ``mining_kinds()``: µs per unit of the three mining kinds (``tick_costs.mine_record``,
-  ``mine_pattern``, ``mine_store``), listed with the other kinds by
+  step. Target (issue 11): no tick over B + 1 ms; enforced at 2 x (B + 1) ms for the p95
+  (a noisy shared machine), p50, p95 and max reported against the goals B and B + 1 ms,
+  with the actions mined and those left (the backlog: a small B cannot keep up).
+- ``mining_kinds()``: µs per unit of the mining kinds (``tick_costs.mine_record``,
+  ``mine_pattern``, ``mine_store``, and a one-record slice: ``mine_slice`` +
+  ``mine_agent`` + ``mine_record``), listed with the other kinds by
   ``bench_hostloop.test_tick_cost_model_calibration``.
 """
 
@@ -94,7 +96,7 @@ def test_mining_slice_cost_per_record(benchmark) -> None:
 
 def test_ticks_with_mining_stay_within_the_budget(benchmark) -> None:
     benchmark.group = "procedural"
-    results: dict[float, list[float]] = {}
+    results: dict[float, tuple[list[float], int, int]] = {}
 
     def run_all() -> None:
         for b in BUDGETS:
@@ -111,17 +113,19 @@ def test_ticks_with_mining_stay_within_the_budget(benchmark) -> None:
                     times.append((time.perf_counter() - t) * 1000.0)
                 mined += report.mined
             assert mined > 0
-            results[b] = times
+            results[b] = times, mined, report.backlog.actions_unmined
 
     benchmark.pedantic(run_all, rounds=1, iterations=1)
-    for b, times in results.items():
+    for b, (times, mined, left) in results.items():
         tick = np.asarray(times)
         record(f"tick with mining B={b:g} ms: wall p50", np.percentile(tick, 50), "ms",
                spec=None, goal=b)
         record(f"tick with mining B={b:g} ms: wall p95", np.percentile(tick, 95), "ms",
-               spec=4 * (b + 1.0), goal=b + 1.0)
+               spec=2 * (b + 1.0), goal=b + 1.0)
         record(f"tick with mining B={b:g} ms: wall max", tick.max(), "ms", spec=None,
                goal=b + 1.0)
+        record(f"tick with mining B={b:g} ms: actions mined", mined, "", spec=None, goal=None)
+        record(f"tick with mining B={b:g} ms: actions left", left, "", spec=None, goal=None)
 
 
 def mining_kinds() -> dict[str, float]:
@@ -140,4 +144,18 @@ def mining_kinds() -> dict[str, float]:
         t = time.perf_counter()
         miner.slice(10**6, budget, [])
         out[kind] = (time.perf_counter() - t) * 1e6 / max(1, budget.used)
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    rng = np.random.default_rng(5)
+    for step in range(40):
+        engine.ingest_batch(_action_items(200, step, rng, every=4), now=(step + 1) * 1_000)
+    miner = engine._miner
+    miner.backlog()
+    spent = used = 0.0
+    for _ in range(40):  # one-record slices (the tick's first item): the slice's fixed cost
+        budget = WorkBudget(1)
+        t = time.perf_counter()
+        miner.slice(10**6, budget, [])
+        spent += time.perf_counter() - t
+        used += budget.used
+    out["mine slice (one record)"] = spent * 1e6 / used
     return out

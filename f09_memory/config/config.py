@@ -121,29 +121,43 @@ class TickCosts(_ConfigModel):
 
     ``tick(now, budget_ms=B)`` may spend ``B * work_units_per_ms`` units (200,000 per ms by
     default: one unit is 5 ns of the reference machine, a 2-core x86-64 at about 3 GHz). The
-    defaults are the reference machine's measured cost of each kind of work
-    (``benchmarks/bench_tick_costs.py`` prints the measured µs per unit of each on yours).
-    Work is counted, never timed, so the same calls do the same work on every machine; a
-    slower machine lowers ``work_units_per_ms`` (``f09-memory calibrate``-style: run the
-    benchmark and scale). No single item of tick work costs more than
-    ``max_item_fraction`` of the budget of the smallest tick (see ``maintenance.tick``).
+    defaults are the reference machine's measured cost of each kind of work, taken inside a
+    host loop (caches cold from the frame's ingest and retrieval), with some headroom;
+    ``benchmarks/bench_hostloop.py::test_tick_cost_model_calibration`` prints the measured
+    µs per unit of each kind on yours. Work is counted, never timed, so the same calls do
+    the same work on every machine; a slower machine lowers ``work_units_per_ms`` in
+    proportion. An item of work is started only when it fits in what is left of the budget,
+    except the tick's first item (``maintenance.budget``), so a tick overshoots by at most
+    one item; the largest, with the default settings, is a summarization check that
+    schedules a full batch (``summary_check + summary_task + 25 * summary_select``).
     """
 
-    agent: PosInt = 260
-    """Per agent per tick: the check of what the agent is due (expiry, summary, compaction,
-    embedding, index), vectorized over the agents: about 1.3 µs."""
-    scan: PosInt = 1_500
-    """Per vectorized pass over one agent's columns (TTL expiry, summary selection, a
-    compaction layer), plus ``scan_slot`` per slot: about 7 µs + 5 ns per slot."""
+    tick: PosInt = 40_000
+    """Per tick, whatever it does: the pressure poll, the survey's numpy passes, the
+    summarization time-outs, the backlog figures and the report: about 200 µs (measured
+    185-220 µs with cold caches)."""
+    agent: PosInt = 80
+    """Per agent per tick: its share of the survey of what each agent is due (expiry,
+    summary, compaction, index), vectorized over the store's survey matrix, and the
+    next-check look-up of the agents old enough for a summary: about 0.4 µs (measured
+    0.1 µs idle, 0.28 µs with every agent old enough, cold caches)."""
+    event: PosInt = 200
+    """Per ``memory:decay:applied`` event a tick emits (one per agent with records, only
+    when someone listens), built and published: about 1 µs. The events of other work are
+    part of that work's cost."""
+    scan: PosInt = 6_000
+    """Per vectorized pass over one agent's columns (a TTL expiry scan, a compaction layer's
+    selection), plus ``scan_slot`` per live record: about 30 µs + 5 ns per record (a
+    compaction of one agent measured 135 µs cold with two removals, 40 µs warm)."""
     scan_slot: PosInt = 1
-    """Per slot of a vectorized pass over an agent's columns."""
-    expire: PosInt = 400
-    """Per record a TTL removes, with its event: about 2 µs."""
-    prune: PosInt = 1_000
-    """Per record compaction prunes from a layer over its cap, with its event: about 5 µs."""
+    """Per live record of a vectorized pass over an agent's columns."""
+    expire: PosInt = 600
+    """Per record a TTL removes, with its event: about 3 µs."""
+    prune: PosInt = 2_000
+    """Per record compaction prunes from a layer over its cap, with its event: about 10 µs."""
     embed: PosInt | None = None
     """Per text (re-)embedded by a tick. ``None``: the provider's own ``tick_cost_units``
-    (the hashing embedder declares 1,100, about 5.5 µs), else :data:`DEFAULT_EMBED_UNITS`.
+    (the hashing embedder declares 2,000, about 10 µs), else :data:`DEFAULT_EMBED_UNITS`.
     A real model costs far more: measure it with ``f09-memory calibrate-embedder``."""
     embed_apply: PosInt = 200
     """Per vector an async embedding job attaches at a tick: about 1 µs (plus the wait for
@@ -152,30 +166,44 @@ class TickCosts(_ConfigModel):
     """Per vector inserted into an HNSW index being built: about 0.5 ms."""
     index_insert_exact: PosInt = 200
     """Per vector copied into an exact index being built: about 1 µs."""
-    summary_select: PosInt = 1_200
+    summary_check: PosInt = 10_000
+    """Per summarization check of a due agent (its eligible records selected, column-wise,
+    whether or not a task comes of it): about 50 µs (measured in the host loop: median
+    38 µs, p90 86 µs)."""
+    summary_task: PosInt = 20_000
+    """Per summarization task a check schedules (the task, its id, its queued event), on
+    top of ``summary_select`` per source: about 100 µs. A full batch of 25 sources with its
+    check: 70,000 units, 350 µs (measured in the host loop: median 160 µs, p90 280 µs)."""
+    summary_select: PosInt = 1_600
     """Per source a summary task takes (selection heap, snapshot of content and tags): about
-    6 µs."""
-    summary_heuristic: PosInt = 1_600
-    """Per source of a local (heuristic) summary: key terms, text, coverage: about 8 µs."""
-    summary_apply: PosInt = 1_100
+    8 µs."""
+    summary_heuristic: PosInt = 2_000
+    """Per source of a local (heuristic) summary: key terms, text, coverage: about 10 µs
+    (measured in the host loop: 220 µs for 24 sources)."""
+    summary_apply: PosInt = 3_600
     """Per source retired when a summary is applied (plus one ``summary_store``): about
-    5.5 µs."""
-    summary_store: PosInt = 4_500
-    """Per summary record stored (redaction, embedding, events): about 22 µs."""
+    18 µs (a summary of 24 sources measured 550 µs in the host loop, its store included)."""
+    summary_store: PosInt = 24_000
+    """Per summary record stored (redaction, embedding, events): about 120 µs."""
+    mine_slice: PosInt = 40_000
+    """Per mining slice, whatever it mines: the pending queue, the agents' order, the
+    slice's batched pattern-table and cursor writes, its code cold: about 200 µs (a
+    one-record slice measured 280 µs cold, agent and record included)."""
     mine_agent: PosInt = 6_000
     """Per agent a mining slice visits (its pending keys, cursor and chain read, written
     back with the slice's batched table writes): about 30 µs."""
-    mine_record: PosInt = 700
+    mine_record: PosInt = 2_500
     """Per record the procedural miner reads (an action's attributes parsed, its chain
-    extended): about 3.5 µs."""
-    mine_pattern: PosInt = 2_000
+    extended): about 12.5 µs (measured 5-10 µs)."""
+    mine_pattern: PosInt = 1_500
     """Per n-gram the miner counts (canonical key, sha256 id, count, the record check):
-    about 10 µs."""
-    mine_store: PosInt = 20_000
+    about 7.5 µs (measured 4-6 µs)."""
+    mine_store: PosInt = 24_000
     """Per procedural record the miner creates or reinforces through the writer
-    (validation, redaction, store or update, events): about 100 µs. A mined record is one
-    item of at most ``mine_record + (max_n - 1) * (mine_pattern + mine_store)`` units
-    (0.22 ms with the default ``max_n=3``), after ``mine_agent`` for its agent."""
+    (validation, redaction, store or update, events): about 120 µs (measured 116 µs in
+    mining ticks). A mined record is one item of at most ``mine_record + (max_n - 1) *
+    (mine_pattern + mine_store)`` units (0.27 ms with the default ``max_n=3``); a slice
+    runs only when ``mine_slice + mine_agent + mine_record`` (0.24 ms) fits."""
 
 
 class MemoryConfig(_ConfigModel):

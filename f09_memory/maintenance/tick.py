@@ -2,34 +2,46 @@
 
 The budget is ``B * work_units_per_ms`` work units, and every kind of work is charged by
 the cost model (``MemoryConfig.tick_costs``, calibrated against measured time on a
-reference machine: ``benchmarks/bench_tick_costs.py``). Work is counted, never timed, so the
-same calls do the same work on every machine. A tick:
+reference machine: ``benchmarks/bench_hostloop.py::test_tick_cost_model_calibration``
+prints the measured µs per unit of each kind). Work is counted, never timed, so the same
+calls do the same work on every machine. A tick:
 
-1. attaches the vectors of async embedding jobs that came due (``embedding_mode="async"``),
-   then checks every agent at once (vectorized over the agents, ``tick_costs.agent`` each): which
-   have a TTL deadline passed, which are due a summarization check, which layers are over
-   their caps. Decay is lazy (a record's decayed importance is a pure function of ``now``,
-   computed where it is used), so no pass rewrites it and no agent waits for decay;
-2. times out summarization tasks whose LLM answer is overdue (logical time) and applies
-   tasks finished without the LLM (heuristic or skip modes, time-outs), one task per step;
-3. visits the due agents in id order from where the last tick stopped: TTL expiry and
-   summarization scheduling;
-4. with budget left: compaction of layers over their caps (records beyond ``cap + slack``
-   never wait for a tick: ingest evicts them, see ``core.writer``), re-embedding of records
-   whose embedding failed or went stale, and vector-index slices;
-5. with budget left: a procedural mining slice (``procedural.miner``), resuming at each
-   agent's cursor; one record (with its n-grams and procedural record writes) is one item.
+1. pays its fixed cost (``tick_costs.tick``, plus ``tick_costs.agent`` per agent): attaches
+   the vectors of async embedding jobs that came due (``embedding_mode="async"``), times
+   out overdue summarization tasks (logical time), and surveys every agent at once from the
+   store's survey matrix (``MemoryStore.survey``: a few numpy comparisons over the crowd,
+   no per-agent Python): which have a TTL deadline passed, which are due a summarization
+   check, which layers are over their caps, which need index work. Decay is lazy (a
+   record's decayed importance is a pure function of ``now``, computed where it is used),
+   so no pass rewrites it and no agent waits for decay;
+2. applies summarization tasks finished without the LLM (heuristic or skip modes,
+   time-outs): making a summary and applying it are one item each;
+3. visits the due agents in id order from where the last tick stopped: a TTL expiry
+   (removals sliced by the budget) and a summarization check (one item each; a check's
+   fit is judged on its largest outcome, a full batch). When an agent's visit is the
+   tick's first item, the whole visit is (its expiry, then its check), so the cursor
+   moves on every tick and every due agent's turn comes;
+4. compaction of layers over their caps (one layer scan and its removals per item; records
+   beyond ``cap + slack`` never wait for a tick: ingest evicts them, see ``core.writer``),
+   re-embedding of records whose embedding failed or went stale, vector-index slices;
+5. a procedural mining slice (``procedural.miner``), resuming at each agent's cursor, only
+   when its smallest form (``mine_slice + mine_agent + mine_record``) fits; one record
+   (with its n-grams and procedural record writes) is one item.
 
-Each step takes its first item whenever any budget is left (the due agents: always), so a
-tick always makes progress and overshoots by at most one item per step. No item costs more
-than about 0.35 ms of the reference machine with the default settings (a summary of 25
-sources is three items: its selection, about 0.32 ms; making it, 0.25 ms; applying it,
-0.22 ms; a mined action record whose two n-grams both write their procedural records,
-with its agent's visit, 0.25 ms), so a tick overshoots by well under 1 ms. What does
-not fit stays for the next tick and shows in the report's backlog; when the backlog grows
-``tick_behind_after`` ticks in a row the report says ``behind`` and ``memory:tick:behind``
-is emitted. Last, ``memory:tick`` reports the tick's wall time (a perf counter, for
-metrics only) and the live records after it; it is built only when someone listens.
+An item is started only when its cost fits in what the budget has left; the only exception
+is the minimum-progress rule (``maintenance.budget``): the tick's first item is always
+taken, so a budget too small for any item still does one item per tick (the first step with
+work, in the order above) and nothing waits forever. A tick therefore overshoots by at most
+one item, and only when it did nothing else. The largest item with the default settings is
+a summarization check that schedules a full batch of 25 sources (about 0.35 ms of the
+reference machine). What does not fit stays for the next tick and shows in the report's
+backlog; when the backlog grows ``tick_behind_after`` ticks in a row the report says
+``behind`` and ``memory:tick:behind`` is emitted. Last, ``memory:tick`` reports the tick's
+wall time (a perf counter, for metrics only) and the live records after it; it is built
+only when someone listens.
+
+Charges never depend on slot layout (a loaded engine has compacted slots): scans are
+charged by live records, so a saved and loaded engine ticks exactly as the original.
 """
 
 from __future__ import annotations
@@ -37,7 +49,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -61,17 +72,18 @@ from f09_memory.retention import Compactor, compact_store
 from f09_memory.retrieval.indexing import IndexBuilder
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import PressureState
-from f09_memory.store.agent import AgentMemory
+from f09_memory.store.agent import (
+    STAT_BUILDING,
+    STAT_DEADLINE,
+    STAT_EPISODIC_ANCHOR,
+    AgentMemory,
+)
 from f09_memory.store.records import NO_DEADLINE
 from f09_memory.summarization.service import SummarizationService
 
 __all__ = ["Maintenance", "TickBacklog", "TickReport"]
 
-_MIN_DEADLINE = attrgetter("min_deadline")
-_MIN_ANCHOR = attrgetter("min_episodic_anchor")
-_SLOT_OF = attrgetter("slot_of")
-_AGENT_ID = attrgetter("agent_id")
-_LAYER_COUNTS = attrgetter("layer_counts")
+_N_LAYERS = STAT_DEADLINE
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,22 +190,33 @@ class Maintenance:
                                     scan_cost_units=costs.scan)
         self._caps = self._compactor.caps
 
-    def expire(self, am: AgentMemory, now: int, events: list[Any]) -> int:
-        """Remove ``am``'s records whose TTL passed at ``now``; return how many.
+    def expire(self, am: AgentMemory, now: int, events: list[Any],
+               limit: int | None = None) -> tuple[int, int]:
+        """Remove ``am``'s records whose TTL passed; return ``(removed, left due)``.
 
+        At most ``limit`` of them, lowest keys first.
+
+        ``min_deadline`` stays a lower bound of the live deadlines (at or before ``now``
+        while some are left due), so the agent stays due until every one is removed.
         Runtime complexity: O(1) while no deadline can have passed, else O(n) numpy.
         """
         if now < am.min_deadline:
-            return 0
+            return 0, 0
         hi = am.hi
         live = am.alive[:hi]
         deadlines = am.deadline[:hi]
         due = np.flatnonzero(live & (deadlines <= now))
-        for key in np.sort(am.key[due]).tolist():
+        keys = np.sort(am.key[due])
+        take = keys if limit is None else keys[:max(0, limit)]
+        for key in take.tolist():
             self._writer.remove(am, key, "ttl", events)
-        rest = deadlines[live & (deadlines > now)]
-        am.set_bounds(min_deadline=int(rest.min()) if rest.shape[0] else NO_DEADLINE)
-        return int(due.shape[0])
+        left = int(keys.shape[0] - take.shape[0])
+        if left:
+            am.set_bounds(min_deadline=int(deadlines[am.alive[:hi]].min()))
+        else:
+            rest = deadlines[live & (deadlines > now)]
+            am.set_bounds(min_deadline=int(rest.min()) if rest.shape[0] else NO_DEADLINE)
+        return int(take.shape[0]), left
 
     def set_pressure(self, value: PressureState | str) -> None:
         """Put the pressure state ``value`` in force; ``memory:pressure:changed`` on a change.
@@ -236,9 +259,12 @@ class Maintenance:
         state.clock = now
         if self.pressure_source is not None:
             self.set_pressure(self.pressure_source.poll(now))
-        agents = state.store.agents()
+        agents, ids, stats = state.store.survey()
         n = len(agents)
-        budget.spend(n * costs.agent)
+        live = stats[:, :_N_LAYERS].sum(axis=1)
+        report_decay = self._writer.wants(DecayApplied.name)
+        budget.spend(costs.tick + n * costs.agent
+                     + (n * costs.event if report_decay else 0))  # fixed: always paid
         events: list[Any] = []
         attached = self._semantic.apply_due(state.store, now, events)  # async embedding
         budget.spend(attached * costs.embed_apply)
@@ -246,46 +272,21 @@ class Maintenance:
         timed_out = summarization.time_out(now, events)
         applied = summarization.apply_ready(budget, costs, events)
 
-        due_expiry, due_summary, live = self._due(agents, now)
-        due = np.flatnonzero(due_expiry | due_summary)
-        start = int(np.searchsorted(due, state.tick_cursor if state.tick_cursor < n else 0))
-        order = np.concatenate((due[start:], due[:start])).tolist()
-        expired = processed = queued = 0
-        for i in order:
-            am = agents[i]
-            scan = costs.scan + am.hi * costs.scan_slot
-            if processed and not budget.fits(scan):
-                break
-            if due_expiry[i]:
-                budget.spend(scan)
-                removed = self.expire(am, now, events)
-                budget.spend(removed * costs.expire)
-                expired += removed
-            if due_summary[i]:
-                budget.spend(scan)
-                task = summarization.schedule(am, now, events)
-                if task is not None:
-                    budget.spend(len(task.source_ids) * costs.summary_select)
-                    queued += 1
-            processed += 1
-            state.tick_cursor = (i + 1) % n
-        left = len(order) - processed
+        expired, processed, queued, left = self._visit(agents, ids, stats, live, now, budget,
+                                                       events)
         if queued and not budget.spent:
             applied += summarization.apply_ready(budget, costs, events)
-        if self._writer.wants(DecayApplied.name):
-            events.extend(DecayApplied(agent_id=agents[i].agent_id, affected=int(live[i]))
+        if report_decay:
+            events.extend(DecayApplied(agent_id=ids[i], affected=int(live[i]))
                           for i in np.flatnonzero(live).tolist())
 
-        pruned, over_soft = self._compact(agents, now, budget, events)
-        embedded = 0
-        if not budget.spent:
-            embedded, spent, failures = self._semantic.retry_slice(state.store, budget.left,
-                                                                   now)
-            events.extend(failures)
-            budget.spend(spent)
-        indexing = self._indexes.candidates(agents, live)
-        if not budget.spent and indexing:
-            budget.spend(self._indexes.slice(indexing, budget.left))
+        pruned, over_soft = self._compact(agents, stats, now, budget, events)
+        embedded = self._embed(now, budget, events)
+        indexing = self._index_candidates(agents, stats, live)
+        if indexing and budget.admits(costs.index_insert_exact):
+            used = self._indexes.slice(indexing, self._room(budget))
+            if used:
+                budget.take(used)
         mined, unmined = self._mine(now, budget, events)
 
         backlog = TickBacklog(
@@ -323,52 +324,154 @@ class Maintenance:
             behind=behind,
         )
 
+    def _visit(self, agents: list[AgentMemory], ids: list[str], stats: np.ndarray,
+               live: np.ndarray, now: int, budget: WorkBudget, events: list[Any]
+               ) -> tuple[int, int, int, int]:
+        """Step 3: the due agents' TTL expiry and summarization checks.
+
+        In id order from the tick cursor. Returns ``(expired, agents processed, tasks
+        queued, agents left)``.
+        """
+        state = self._state
+        costs = self._costs
+        n = len(agents)
+        due_expiry, due_summary = self._due(ids, stats, now)
+        due = np.flatnonzero(due_expiry | due_summary)
+        if not due.shape[0]:
+            return 0, 0, 0, 0
+        start = int(np.searchsorted(due, state.tick_cursor if state.tick_cursor < n else 0))
+        order = np.concatenate((due[start:], due[:start])).tolist()
+        summarization = self._summarization
+        check = costs.summary_check
+        largest_task = (costs.summary_task
+                        + state.config.summarization_batch_size * costs.summary_select)
+        expired = processed = queued = 0
+        for i in order:
+            am = agents[i]
+            first = not budget.items  # the tick's first item: the agent's whole visit
+            if due_expiry[i]:
+                scan = costs.scan + int(live[i]) * costs.scan_slot
+                if not budget.admits(scan + costs.expire):
+                    break
+                budget.take(scan)
+                room = budget.left
+                limit = None if room is None else max(1, room // costs.expire)
+                removed, rest = self.expire(am, now, events, limit)
+                budget.spend(removed * costs.expire)
+                expired += removed
+                if rest:
+                    break  # the agent stays due: it resumes here next tick
+            if due_summary[i]:
+                if not (first or budget.fits(check + largest_task)):
+                    break
+                budget.take(check)
+                task = summarization.schedule(am, now, events)
+                if task is not None:
+                    budget.spend(costs.summary_task
+                                 + len(task.source_ids) * costs.summary_select)
+                    queued += 1
+            processed += 1
+            state.tick_cursor = (i + 1) % n
+        return expired, processed, queued, len(order) - processed
+
+    @staticmethod
+    def _room(budget: WorkBudget) -> int | None:
+        """What a step that slices by item may spend.
+
+        What is left, or (the tick's first item, minimum progress) one unit, which such a
+        step turns into exactly one item.
+        """
+        left = budget.left
+        return left if budget.items or left is None else max(1, left)
+
+    def _embed(self, now: int, budget: WorkBudget, events: list[Any]) -> int:
+        """Re-embed records whose embedding failed or went stale; return how many.
+
+        Texts in key order, each an item (``tick_costs.embed``).
+        """
+        semantic = self._semantic
+        if not semantic.retry_agents or not budget.admits(semantic.embed_cost()):
+            return 0
+        embedded, spent, failures = semantic.retry_slice(self._state.store,
+                                                         self._room(budget), now)
+        events.extend(failures)
+        if spent:
+            budget.take(spent)
+        return embedded
+
     def _mine(self, now: int, budget: WorkBudget, events: list[Any]) -> tuple[int, int]:
         """The procedural mining slice: ``(action records mined, action records left)``."""
         miner = self._miner
         if miner is None:
             return 0, 0
-        if budget.spent:
-            return 0, miner.backlog()
+        unmined = miner.backlog()
+        if not unmined:
+            return 0, 0
+        costs = self._costs
+        if not budget.admits(costs.mine_slice + costs.mine_agent + costs.mine_record):
+            return 0, unmined
         report = miner.slice(now, budget, events)
-        return report.mined, 0 if report.complete else miner.backlog()
+        return report.mined, miner.backlog()
 
-    def _due(self, agents: list[AgentMemory], now: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per agent: TTL expiry due, summarization check due, live records (vectorized)."""
-        n = len(agents)
+    def _due(self, ids: list[str], stats: np.ndarray, now: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Per agent: TTL expiry due, summarization check due.
+
+        Vectorized over the survey; the summarizer's next-check times are read for the
+        agents old enough, its locks only for those whose check is due.
+        """
         summarizer = self._summarization.summarizer
-        cfg = self._state.config
-        deadline = np.fromiter(map(_MIN_DEADLINE, agents), np.int64, n)
-        anchor = np.fromiter(map(_MIN_ANCHOR, agents), np.int64, n)
-        live = np.fromiter(map(len, map(_SLOT_OF, agents)), np.int64, n)
-        next_check = np.fromiter(map(summarizer.next_checks.get, map(_AGENT_ID, agents),
-                                     repeat(0)), np.int64, n)
-        due_expiry = deadline <= now
-        due_summary = (anchor <= now - cfg.episodic_window) & (next_check <= now)
-        for i in np.flatnonzero(due_summary).tolist():
-            if summarizer.locked(agents[i].agent_id):
-                due_summary[i] = False
-        return due_expiry, due_summary, live
+        due_expiry = stats[:, STAT_DEADLINE] <= now
+        due_summary = stats[:, STAT_EPISODIC_ANCHOR] <= now - self._state.config.episodic_window
+        old = np.flatnonzero(due_summary)
+        if old.shape[0]:
+            get = summarizer.next_checks.get
+            if old.shape[0] == len(ids):
+                next_check = np.fromiter(map(get, ids, repeat(0)), np.int64, len(ids))
+            else:
+                old_ids = [ids[i] for i in old.tolist()]
+                next_check = np.fromiter(map(get, old_ids, repeat(0)), np.int64, len(old_ids))
+            due_summary[old[next_check > now]] = False
+            for i in np.flatnonzero(due_summary).tolist():
+                if summarizer.locked(ids[i]):
+                    due_summary[i] = False
+        return due_expiry, due_summary
 
-    def _compact(self, agents: list[AgentMemory], now: int, budget: WorkBudget,
-                 events: list[Any]) -> tuple[int, int]:
+    def _index_candidates(self, agents: list[AgentMemory], stats: np.ndarray,
+                          live: np.ndarray) -> list[AgentMemory]:
+        """Agents that may have index work (from the survey).
+
+        More live records than ``semantic_preselect_threshold``, or a build in progress.
+        """
+        mask = (stats[:, STAT_BUILDING] != 0) | (
+            live > self._state.config.semantic_preselect_threshold)
+        return [agents[i] for i in np.flatnonzero(mask).tolist()]
+
+    def _compact(self, agents: list[AgentMemory], stats: np.ndarray, now: int,
+                 budget: WorkBudget, events: list[Any]) -> tuple[int, int]:
         """Compaction of the agents over a cap; returns ``(pruned, records still over)``."""
         codes, caps = self._caps
         if not codes.shape[0] or not agents:
             return 0, 0
-        counts = np.concatenate(list(map(_LAYER_COUNTS, agents))).reshape(len(agents), -1)
-        counts = counts[:, codes]
-        over = np.flatnonzero((counts > caps).any(axis=1))
+        excess = np.maximum(stats[:, codes] - caps, 0)
+        over = np.flatnonzero(excess.any(axis=1))
         if not over.shape[0]:
             return 0, 0
-        candidates = [agents[i] for i in over.tolist()]
         pruned = 0
-        if not budget.spent:
-            state = self._state
-            sweep = compact_store(state.store, now, budget.left, state.compaction,
-                                  self._compactor, agents=[am.agent_id for am in candidates])
-            budget.spend(sweep.used_units)
+        state = self._state
+        costs = self._costs
+        smallest = costs.scan + costs.prune + int(stats[over, :_N_LAYERS].sum(axis=1).min())
+        if budget.admits(smallest):
+            # the tick's first item (minimum progress): 2 units are one agent check and
+            # one removal, which a non-strict slice always makes
+            left = budget.left
+            room = left if budget.items or left is None else max(2, left)
+            sweep = compact_store(state.store, now, room, state.compaction,
+                                  self._compactor, agents=[agents[i].agent_id
+                                                           for i in over.tolist()],
+                                  strict=bool(budget.items))
+            if sweep.used_units:
+                budget.take(sweep.used_units)
             report_expired = self._writer.wants(RecordExpired.name)
             for agent_id, removed, remaining in sweep:
                 pruned += len(removed)
@@ -377,8 +480,7 @@ class Maintenance:
                                                 reason="retention") for r in removed)
                 events.append(MemoryCompaction(agent_id=agent_id, removed=len(removed),
                                                remaining=remaining))
-        left = sum(int(np.maximum(am.layer_counts[codes] - caps, 0).sum()) for am in candidates)
-        return pruned, left
+        return pruned, int(excess.sum()) - pruned
 
     def _watch(self, backlog: TickBacklog, events: list[Any]) -> bool:
         """Track how many ticks in a row the backlog grew; emit ``memory:tick:behind``."""

@@ -2,7 +2,8 @@
 
 Modules: ``actions`` (the action-record convention, canonical pattern text and
 ``pattern_id``), ``tables`` (PatternTable, CursorTable: the miner's state as
-``core.tables.KeyedTable`` rows), ``miner`` (ProceduralMiner: the tick slice, the
+``core.tables.KeyedTable`` rows), ``pending`` (PendingQueue: the records not mined yet,
+counted exactly and incrementally), ``miner`` (ProceduralMiner: the tick slice, the
 procedural records, ``Procedure`` and the ``engine.procedures`` query).
 """
 
@@ -13,6 +14,7 @@ from f09_memory.procedural.miner import (
     Procedure,
     procedural_importance,
 )
+from f09_memory.procedural.pending import PendingActions, PendingQueue
 from f09_memory.procedural.tables import CursorTable, PatternTable
 
 __all__ = [
@@ -20,6 +22,8 @@ __all__ = [
     "CursorTable",
     "MineReport",
     "PatternTable",
+    "PendingActions",
+    "PendingQueue",
     "ProceduralMiner",
     "Procedure",
     "action_at",

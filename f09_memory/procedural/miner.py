@@ -16,12 +16,14 @@ reinforce that record in place (``Writer.set_procedural``) when its importance o
 rate moved by ``update_step`` or more, never adding a copy; a record removed since
 (compaction under the cap, ``forget``, TTL) is made again at the next occurrence.
 
-Budget: a slice charges ``tick_costs.scan`` (+ ``scan_slot`` per slot) per agent with
+Budget: a slice charges ``tick_costs.mine_slice`` once, ``mine_agent`` per agent with
 records past its cursor, then per record read ``mine_record``, per n-gram counted
 ``mine_pattern`` and per procedural record created or reinforced ``mine_store``. A record
-is one item: it is taken whole when its cost fits, and the first one always (so a slice
-overshoots by at most one item). Agents are visited in id order from where the last slice
-stopped (a state-table row), so none starves.
+is one item: it is taken whole when its cost fits, or as the tick's first item
+(``WorkBudget.admits``), so a slice never overshoots but by that one item. Agents are
+visited in id order from where the last slice stopped (a state-table row), so none starves.
+The records not read yet are kept in a :class:`~f09_memory.procedural.pending.PendingQueue`
+with their exact count (the tick's ``actions_unmined``).
 
 Runtime complexity: ``slice`` O(agents) plus O(records read + n-grams); ``procedures``
 O(p log p) for the agent's p patterns.
@@ -47,6 +49,7 @@ from f09_memory.procedural.actions import (
     parse_pattern,
     pattern_id,
 )
+from f09_memory.procedural.pending import PendingQueue
 from f09_memory.procedural.tables import CursorTable, PatternTable, parse_tail, tail_text
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import ProceduralMeta
@@ -144,45 +147,45 @@ class ProceduralMiner:
         state.register(self.patterns)
         state.register(self.cursors)
         costs = state.config.tick_costs
-        self._index: dict[str, list[int]] = {}
+        self._queue = PendingQueue()
         self._index_gen = (-1, -1)
         writer.on_stored = self._note
         writer.forget_hooks.append(self.forget_agent)
         self._texts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         """Canonical text and id by pattern (a pure function's cache, never state)."""
         self._costs = (costs.mine_record, costs.mine_pattern, costs.mine_store,
-                       costs.mine_agent)
+                       costs.mine_agent, costs.mine_slice)
 
     def forget_agent(self, agent_id: str) -> None:
         """Drop the agent's patterns and cursor (``forget(agent_id=...)``). O(its patterns)."""
         self.patterns.delete(sorted(self.patterns.by_agent.get(agent_id, ())))
         self.cursors.delete(sorted(self.cursors.by_agent.get(agent_id, ())))
-        self._index.pop(agent_id, None)
+        self._queue.drop(agent_id)
 
     # ------------------------------------------------------------------ the action index
     def _note(self, am: AgentMemory, new: NewRecords) -> None:
-        """The writer stored ``new`` for ``am``: index the keys that may be actions."""
+        """The writer stored ``new`` for ``am``: queue the keys that may be actions."""
         if self._index_gen != self._generation():
-            return  # the index is rebuilt from the store before its next use
+            return  # the queue is rebuilt from the store before its next use
         keys = new.keys
         found = [keys[i] for i in sorted(set(new.extras) | set(new.source_event))
                  if may_be_action(new.extras.get(i), new.source_event.get(i))]
         if found:
-            self._index.setdefault(am.agent_id, []).extend(found)
+            self._queue.add(am, found)
 
     def _generation(self) -> tuple[int, int]:
         return self.cursors.generation, self.patterns.generation
 
-    def _pending_index(self) -> dict[str, list[int]]:
+    def _pending_queue(self) -> PendingQueue:
         """Per agent, the keys past its cursor that may be actions, ascending.
 
         Derived from the store and the cursors, never saved: rebuilt after a restore or a
         replay (the tables' ``generation``), kept up to date by the writer's ``on_stored``
-        otherwise. Keys of records removed since stay until read (and are skipped).
+        and the slices otherwise.
         """
         generation = self._generation()
         if self._index_gen != generation:
-            index: dict[str, list[int]] = {}
+            entries: list[tuple[AgentMemory, list[int]]] = []
             for am in self._state.store.agents():
                 if not (am.extras or am.source_event):
                     continue
@@ -190,53 +193,49 @@ class ProceduralMiner:
                 extras, sources = am.extras, am.source_event
                 keys = sorted(k for k in set(extras) | set(sources) if k >= next_key
                               and may_be_action(extras.get(k), sources.get(k)))
-                if keys:
-                    index[am.agent_id] = keys
-            self._index = index
+                entries.append((am, keys))
+            self._queue.rebuild(entries)
             self._index_gen = generation
-        return self._index
-
-    def _pending(self, am: AgentMemory) -> tuple[tuple[str, ...] | None, int, list[int]]:
-        """The agent's cursor row, next key and live keys past it that may be actions."""
-        keys = self._pending_index().get(am.agent_id)
-        if not keys:
-            return None, 0, []
-        row, next_key = self.cursors.cursor(am.agent_id)
-        slot_of = am.slot_of
-        return row, next_key, [k for k in keys if k >= next_key and k in slot_of]
+        return self._queue
 
     # ------------------------------------------------------------------ the tick slice
     def slice(self, now: int, budget: WorkBudget, events: list[Any]) -> MineReport:
-        """Mine under ``budget`` from where the last slice stopped; queue record events."""
+        """Mine under ``budget`` from where the last slice stopped; queue record events.
+
+        Charges ``mine_slice`` once (the caller checked that the slice's smallest form,
+        ``mine_slice + mine_agent + mine_record``, is admitted), then each agent and
+        record as it is taken; an agent is started only when it and its first record fit.
+        """
         report = MineReport()
-        index = self._pending_index()
-        if not self.settings.enabled or not index:
+        queue = self._pending_queue()
+        if not self.settings.enabled or not len(queue):
             return report
         store = self._state.store
-        agents = sorted(index)
+        c_record, _, _, c_agent, c_slice = self._costs
+        budget.spend(c_slice)
+        agents = queue.agents()
         start = bisect_left(agents, self.cursors.resume_agent())
         start = start if start < len(agents) else 0
         stopped_at = ""
-        first = True
         batch = _Batch()
         for agent_id in agents[start:] + agents[:start]:
             am = store.get(agent_id)
-            row, next_key, keys = self._pending(am) if am is not None else (None, 0, [])
-            if am is None or not keys:
-                del index[agent_id]
+            entry = None if am is None else queue.refresh_agent(am)
+            if am is None or entry is None:
+                queue.drop(agent_id)
                 continue
-            if not first and not budget.fits(self._costs[3] + self._costs[0]):
+            if not budget.admits(c_agent + c_record):
                 stopped_at = agent_id
                 break
-            budget.spend(self._costs[3])
+            row, next_key = self.cursors.cursor(agent_id)
+            keys = entry.unread()
+            budget.spend(c_agent)  # one item with the agent's first record
             read = self._mine_agent(am, row, next_key, keys, now, budget, events, report,
-                                    first, batch)
-            first = False
+                                    batch)
+            queue.consume(agent_id, read)
             if read < len(keys):
-                index[agent_id] = keys[read:]
                 stopped_at = agent_id
                 break
-            del index[agent_id]
         if batch.changed:
             self._write(batch.rows, list(batch.changed))
         if batch.moves:
@@ -248,14 +247,14 @@ class ProceduralMiner:
 
     def _mine_agent(self, am: AgentMemory, row: tuple[str, ...] | None, next_key: int,
                     keys: list[int], now: int, budget: WorkBudget, events: list[Any],
-                    report: MineReport, first: bool, batch: _Batch) -> int:
+                    report: MineReport, batch: _Batch) -> int:
         """Mine the agent's records ``keys``; return how many were read (all: done).
 
         Counts accumulate in ``batch.rows`` and the cursor move in ``batch.moves``; the
         slice writes both to the tables once at its end.
         """
         settings = self.settings
-        c_record, c_pattern, c_store, _ = self._costs
+        c_record, c_pattern, c_store, _, _ = self._costs
         max_n, window = settings.max_n, settings.window_ms
         tail: list[tuple[str, str, int]] = parse_tail(row[1]) if row is not None else []
         start_key = next_key
@@ -283,10 +282,9 @@ class ProceduralMiner:
                     syncs += self._needs_sync(am, support, _added(v[1], step.success, support),
                                               v[4])
             cost = c_record + len(grams) * c_pattern + syncs * c_store
-            if not first and not budget.fits(cost):
+            if not budget.admits(cost):
                 break
-            first = False
-            budget.spend(cost)
+            budget.take(cost)
             read += 1
             tail = chain
             next_key = key + 1
@@ -391,26 +389,14 @@ class ProceduralMiner:
     def backlog(self) -> int:
         """Live records that may be actions past their agent's cursor (not yet mined).
 
-        Every indexed key is past its agent's cursor (slices keep only what they did not
-        read), so this counts the live ones, at C speed, and prunes the removed ones.
-        Runtime complexity: O(agents with pending records + their pending keys).
+        Exact, from the pending queue's incremental count; only agents whose removal
+        counter moved since they were last counted are re-checked.
+        Runtime complexity: O(agents) numpy plus O(the pending keys of the pending agents
+        that lost records).
         """
         if not self.settings.enabled:
             return 0
-        store = self._state.store
-        index = self._pending_index()
-        total = 0
-        for agent_id in sorted(index):
-            am = store.get(agent_id)
-            keys = index[agent_id]
-            live = 0 if am is None else sum(map(am.slot_of.__contains__, keys))
-            if live != len(keys):
-                if live and am is not None:
-                    index[agent_id] = [k for k in keys if k in am.slot_of]
-                else:
-                    del index[agent_id]
-            total += live
-        return total
+        return self._pending_queue().refresh(self._state.store)
 
     # ------------------------------------------------------------------ queries
     def procedures(self, agent_id: str, context: str | None, k: int,

@@ -15,12 +15,16 @@ The order is total and each record's score depends only on itself and ``now``, s
 ``a`` records and then ``b`` more (same ``now``) removes exactly what pruning ``a + b`` at
 once would: budgeted slices end in the same state as one unbounded call.
 
-Cost model (counted work units, never the wall clock): scoring a layer costs one unit per
-slot of the agent's columns (``am.hi``, the vectorized scan), each removal
-``removal_cost_units`` (default :data:`REMOVAL_COST_UNITS`). Each layer step removes
-``max(1, (left - scan) // removal_cost_units)`` records while any budget is left, so
-compaction always makes progress, even under a budget smaller than one removal; a slice
-overshoots its budget by at most one scan and one removal.
+Cost model (counted work units, never the wall clock): scoring a layer costs
+``scan_cost_units`` plus one unit per live record of the agent when the slice starts (the
+vectorized scan; live records, not slots, so a loaded engine, whose slots are compacted,
+is charged the same), each removal ``removal_cost_units`` (default
+:data:`REMOVAL_COST_UNITS`). Each layer step removes ``max(1, (left - scan) //
+removal_cost_units)`` records while any budget is left, so compaction always makes
+progress, even under a budget smaller than one removal; a slice overshoots its budget by
+at most one scan and one removal. With ``strict=True`` (a tick that has already done
+other work) a layer step starts only when its scan and one removal fit, and removes only
+what fits: no overshoot.
 """
 
 from __future__ import annotations
@@ -230,7 +234,7 @@ class Compactor:
         return chosen
 
     def compact_slice(self, am: AgentMemory, now: int, budget_units: int | None,
-                      cursor: CompactionCursor) -> CompactionResult:
+                      cursor: CompactionCursor, *, strict: bool = False) -> CompactionResult:
         """Prune ``am``'s capped layers toward their caps within ``budget_units``.
 
         Visits the capped layers cyclically from ``cursor.layer_pos`` (reset to 0 when the
@@ -246,6 +250,8 @@ class Compactor:
                 ``budget_units // removal_cost_units`` records are removed, and at least one
                 whenever the budget is positive.
             cursor: The resumable position (mutated).
+            strict: Start a layer only when its scan and one removal fit in what is left
+                (default: the first removal is taken whenever any budget is left).
 
         Returns:
             The removed records, the units spent, and whether the agent is done.
@@ -265,6 +271,7 @@ class Compactor:
         removed: list[Removed] = []
         used = 0
         resume = 0
+        scan = self.scan_cost_units + am.live  # the live records when the slice starts
         for step in range(n_layers):
             pos = (start + step) % n_layers
             code = int(self._codes[pos])
@@ -272,10 +279,9 @@ class Compactor:
             if excess <= 0:
                 continue
             take = excess
-            scan = self.scan_cost_units + am.hi
             if budget is not None:
                 left = budget - used
-                if left <= 0:
+                if left <= 0 or (strict and left < scan + cost):
                     resume = pos
                     break
                 take = min(excess, max(1, (left - scan) // cost))

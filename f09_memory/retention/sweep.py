@@ -64,6 +64,7 @@ def compact_store(
     compactor: Compactor,
     *,
     agents: Sequence[str] | None = None,
+    strict: bool = False,
 ) -> StoreCompaction:
     """Run one budgeted compaction slice over the store's agents, resuming at ``cursor``.
 
@@ -75,6 +76,8 @@ def compact_store(
         cursor: Where to resume (mutated): the agent, and the layer within it.
         compactor: Selects and removes the records.
         agents: Visit only these agents (sorted ids, e.g. those over a cap); default all.
+        strict: Passed to each ``compact_slice``: never start a layer whose scan and one
+            removal do not fit (no overshoot).
 
     Returns:
         The agents that lost records, in visiting order (sorted ids from the cursor), each
@@ -109,7 +112,8 @@ def compact_store(
         assert am is not None
         used += 1
         if compactor.needs_compaction(am):
-            result = compactor.compact_slice(am, now, None if left is None else left - 1, cursor)
+            result = compactor.compact_slice(am, now, None if left is None else left - 1, cursor,
+                                             strict=strict)
             used += result.scanned_units
             if result.removed_records:
                 out.append(AgentCompaction(am.agent_id, result.removed_records, am.live))

@@ -21,6 +21,12 @@ views), ``store.vectors`` (vector column, embedded flags, index builds) and
 Episodic keys also live in an :class:`EpisodicRing` (insertion order, O(1) eviction); the
 other layers need no order structure: time order is a numpy ``lexsort`` when asked for.
 
+The agent's survey row (:attr:`AgentMemory.stats`, int64): its live records per layer, the
+maintained lower bounds of its TTL deadlines and episodic anchors, whether an index is being
+built, and how many records it has removed. A :class:`~f09_memory.store.store.MemoryStore`
+keeps every agent's row in one matrix (the row is a view into it), so a tick surveys the
+whole crowd in a few numpy calls instead of reading each agent's attributes.
+
 Each agent keeps an order-independent digest of its records for the incremental state hash:
 a record's digest is computed lazily (first ``state_hash`` after it changed) and summed
 modulo 2**128; removing or changing a record subtracts its old digest.
@@ -51,11 +57,22 @@ from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.tags import TagTable
 from f09_memory.store.vectors import AgentVectors
 
-__all__ = ["AgentMemory"]
+__all__ = ["STAT_BUILDING", "STAT_DEADLINE", "STAT_EPISODIC_ANCHOR", "STAT_REMOVED",
+           "STAT_WIDTH", "AgentMemory"]
 
 _EPISODIC = MemoryLayer.EPISODIC.code
 _new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
 _N_LAYERS = len(LAYERS_BY_CODE)
+STAT_DEADLINE = _N_LAYERS
+"""Column of :attr:`AgentMemory.stats` holding ``min_deadline`` (after the layer counts)."""
+STAT_EPISODIC_ANCHOR = _N_LAYERS + 1
+"""Column of :attr:`AgentMemory.stats` holding ``min_episodic_anchor``."""
+STAT_BUILDING = _N_LAYERS + 2
+"""Column of :attr:`AgentMemory.stats`: 1 while a vector index is being built, else 0."""
+STAT_REMOVED = _N_LAYERS + 3
+"""Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
+STAT_WIDTH = _N_LAYERS + 4
+"""Columns of a survey row."""
 _SCALAR_MAX = 8
 """Most records a batch stores by scalar stores (more: one numpy write per column)."""
 _VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline", "status",
@@ -93,18 +110,16 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         self.content: list[str | None] = []
         self.source_event: dict[int, str] = {}
         self.extras: dict[int, RecordExtra] = {}
-        self.layer_counts = np.zeros(_N_LAYERS, dtype=np.int64)
-        self._counts: Any = self.layer_counts.data  # a memoryview, for scalar updates
+        row = np.zeros(STAT_WIDTH, dtype=np.int64)
+        row[STAT_DEADLINE] = row[STAT_EPISODIC_ANCHOR] = NO_DEADLINE
+        self.bind_stats(row)
+        self.survey_row = -1
+        """This agent's row in its store's survey matrix (-1: not in a store)."""
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.claims: dict[str, int] = {}
         """Active claim key (``claimKey`` attribute) -> record key."""
         self.dedup: dict[tuple[int, int], int] | None = None
         """Ingest dedup index, :func:`content_fingerprint` -> key (built on first use)."""
-        self.min_deadline = NO_DEADLINE
-        """A lower bound of the live records' TTL deadlines (expiry skips the agent before)."""
-        self.min_episodic_anchor = NO_DEADLINE
-        """A lower bound of the live episodic records' anchors (summary selection skips the
-        agent while none can be old enough); refreshed by the selection itself."""
         self.digest_sum = 0
         """Sum of the digests of the hashed records, modulo 2**128."""
         self.dirty = True
@@ -136,6 +151,58 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
         self.index_cursor = 0
         self._grow(initial_capacity)
+
+    # ------------------------------------------------------------------ survey row
+    def bind_stats(self, row: NDArray[np.int64]) -> None:
+        """Keep the survey row in ``row`` (a view into the store's matrix), values copied.
+
+        ``layer_counts`` becomes a view of its first columns.
+        """
+        old: NDArray[np.int64] | None = getattr(self, "stats", None)
+        if old is not None and old is not row:
+            row[:] = old
+        self.stats = row
+        """The survey row: live records per layer, bounds, build flag, removals."""
+        self.layer_counts = row[:_N_LAYERS]
+        """Live records per layer code (a view of :attr:`stats`)."""
+        self._counts: Any = row.data  # a memoryview: scalar updates (counts, bounds, ...)
+
+    @property
+    def min_deadline(self) -> int:
+        """A lower bound of the live records' TTL deadlines (expiry skips the agent before)."""
+        value: int = self._counts[STAT_DEADLINE]
+        return value
+
+    @min_deadline.setter
+    def min_deadline(self, value: int) -> None:
+        self._counts[STAT_DEADLINE] = value
+
+    @property
+    def min_episodic_anchor(self) -> int:
+        """A lower bound of the live episodic records' anchors.
+
+        Summary selection skips the agent while none can be old enough; the selection
+        refreshes it.
+        """
+        value: int = self._counts[STAT_EPISODIC_ANCHOR]
+        return value
+
+    @min_episodic_anchor.setter
+    def min_episodic_anchor(self, value: int) -> None:
+        self._counts[STAT_EPISODIC_ANCHOR] = value
+
+    @property
+    def removed_count(self) -> int:
+        """Records removed from this agent so far (any reason), in this process.
+
+        A change detector: a reader that remembers it knows whether anything was removed
+        since, without scanning. Not saved (a loaded agent starts at 0).
+        """
+        value: int = self._counts[STAT_REMOVED]
+        return value
+
+    def _set_building(self, building: bool) -> None:
+        self._counts[STAT_BUILDING] = int(building)
 
     # ------------------------------------------------------------------ capacity
     def _grow(self, capacity: int) -> None:
@@ -460,7 +527,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
             self.embedded[slot] = False
         self._unindex([key])
         self.content[slot] = None
-        self._counts[code] -= 1
+        counts = self._counts
+        counts[code] -= 1
+        counts[STAT_REMOVED] += 1
         self.free.append(slot)
         removed: Removed = _new_tuple(Removed, (self.agent_id, LAYERS_BY_CODE[code], key))
         return removed
@@ -496,6 +565,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         for slot in slots:
             content[slot] = None
         self.layer_counts[_EPISODIC] -= len(slots)
+        self.stats[STAT_REMOVED] += len(slots)
         self.free.extend(slots)
         layer = LAYERS_BY_CODE[_EPISODIC]
         return [Removed(self.agent_id, layer, key) for key in keys]
@@ -596,6 +666,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         if episodic_anchors.shape[0]:
             assert int(episodic_anchors.min()) >= self.min_episodic_anchor, "anchor bound high"
         assert self.ring.live == int(self.layer_counts[_EPISODIC]) <= self.ring.capacity
+        assert self.layer_counts.base is self.stats or self.layer_counts.base is self.stats.base
+        assert int(self.stats[STAT_BUILDING]) == (self.index_build is not None), "build flag"
         assert sorted(self.ring) == sorted(
             k for k, s in self.slot_of.items() if self.layer[s] == _EPISODIC
         )

@@ -36,6 +36,9 @@ class AgentVectors:
     def _unhash(self, slot: int) -> None:
         raise NotImplementedError  # AgentMemory's
 
+    def _set_building(self, building: bool) -> None:
+        raise NotImplementedError  # AgentMemory's: the survey row's build flag
+
     def _unindex(self, keys: list[int]) -> None:
         """Take removed records out of the index and the build in progress.
 
@@ -61,6 +64,7 @@ class AgentVectors:
         self.index = None
         self.index_build = None
         self.index_cursor = 0
+        self._set_building(False)
 
     def mark_embedded(self, slot: int, embedded: bool) -> None:
         """Set the embedded flag of ``slot`` (it is part of the record's digest)."""
@@ -95,6 +99,7 @@ class AgentVectors:
         """Begin building ``index`` (empty) in key order; it serves no query until done."""
         self.index_build = index
         self.index_cursor = 0
+        self._set_building(True)
 
     def add_to_index_build(self, keys: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
         """Insert the next ``keys`` (ascending, above the cursor) into the index being built."""
@@ -105,6 +110,7 @@ class AgentVectors:
     def finish_index_build(self) -> None:
         """Make the completed build the agent's index."""
         self.index, self.index_build, self.index_cursor = self.index_build, None, 0
+        self._set_building(False)
 
     def clear_embedded(self) -> None:
         """Mark every vector stale (a new embedder); every live digest is recomputed."""

@@ -16,7 +16,8 @@ by ``poll time + summarization_timeout_ms`` is timed out by the next tick the sa
 later ``complete`` is ignored (``memory:summarization:late``).
 
 Tasks finished without the LLM (heuristic or skip pressure modes, time-outs) are applied
-by ``tick`` within its budget (:meth:`SummarizationService.apply_ready`), one task per step.
+by ``tick`` within its budget (:meth:`SummarizationService.apply_ready`): making the
+summary and applying it are one item each.
 """
 
 from __future__ import annotations
@@ -234,24 +235,26 @@ class SummarizationService(Journaled):
         return len(timed_out)
 
     def apply_ready(self, budget: WorkBudget, costs: TickCosts, events: list[Any]) -> int:
-        """Finish and apply waiting tasks, oldest first, while ``budget`` allows.
+        """Finish and apply waiting tasks, oldest first, while ``budget`` admits them.
 
         Two items per task: the heuristic summary (``sources * summary_heuristic``), then
         applying it (``sources * summary_apply + summary_store``; a skipped task only
         ``sources * summary_apply``). A summary made but not applied is held (and saved)
-        for the next tick. The first item is taken whenever any budget is left, so a tick
-        always makes progress. Returns how many tasks were applied.
+        for the next tick. An item starts only when it fits in what is left, or as the
+        tick's first item (``WorkBudget.admits``: the minimum-progress rule). Returns how
+        many tasks were applied.
         """
         summarizer = self.summarizer
-        applied = steps = 0
-        while not budget.spent:
+        applied = 0
+        while True:
             held = summarizer.next_held()
             if held is not None:
                 n = len(held.source_keys)
                 cost = n * costs.summary_apply + (costs.summary_store
                                                   if held.replaces_sources else 0)
-                if steps and not budget.fits(cost):
+                if not budget.admits(cost):
                     break
+                budget.take(cost)
                 self.apply([summarizer.take_held()], events)
                 applied += 1
             else:
@@ -259,13 +262,12 @@ class SummarizationService(Journaled):
                 if not n:
                     break
                 cost = n * costs.summary_heuristic
-                if steps and not budget.fits(cost):
+                if not budget.admits(cost):
                     break
+                budget.take(cost)
                 outcome = summarizer.take_ready()
                 assert outcome is not None
                 summarizer.hold(outcome)
-            budget.spend(cost)
-            steps += 1
         return applied
 
     # ------------------------------------------------------------------ two phases

@@ -176,13 +176,16 @@ def test_small_budgets_mine_in_slices_to_the_same_counts() -> None:
     whole.tick(100_000)
     costs = sliced.config.tick_costs
     item = costs.mine_agent + costs.mine_record + 2 * (costs.mine_pattern + costs.mine_store)
+    fixed = costs.tick + 3 * costs.agent
     budget_ms = 0.05
     units = int(budget_ms * sliced.config.work_units_per_ms)
     mined, now = 0, 100_000
     for _ in range(200):
         report = sliced.tick(now, budget_ms=budget_ms)
         sliced._check()
-        assert report.used_units <= units + item
+        # the fixed cost alone is over this budget: one item a tick (minimum progress)
+        assert report.used_units <= max(units, fixed + costs.mine_slice + item)
+        assert report.mined <= 1
         mined += report.mined
         now += 1
         if report.backlog.actions_unmined == 0 and report.mined == 0:

@@ -86,7 +86,8 @@ def test_caps_hold_after_an_unbounded_slice() -> None:
     assert (20, 10, 15) == (am.layer_counts[SEM], am.layer_counts[PROC], am.layer_counts[SOC])
     assert int((before - am.layer_counts).sum()) == len(result.removed_records)
     assert before[MemoryLayer.EPISODIC.code] == am.layer_counts[MemoryLayer.EPISODIC.code]
-    assert (len(result.removed_records) * REMOVAL_COST_UNITS + 3 * (am.hi)
+    # each layer scan is charged by the live records when the slice started (not slots)
+    assert (len(result.removed_records) * REMOVAL_COST_UNITS + 3 * int(before.sum())
             == result.scanned_units)
 
 
@@ -219,7 +220,7 @@ def test_cursor_resumes_inside_the_layer_it_stopped_in() -> None:
     compactor = Compactor(engine.config)
     cursor = CompactionCursor()
     excess = compactor.over_cap(am)
-    first = compactor.compact_slice(am, 0, excess[SEM] * REMOVAL_COST_UNITS + am.hi
+    first = compactor.compact_slice(am, 0, excess[SEM] * REMOVAL_COST_UNITS + am.live
                                     + REMOVAL_COST_UNITS, cursor)
     am._check()
     assert not first.done
@@ -241,7 +242,8 @@ def test_a_positive_budget_below_one_removal_still_removes_exactly_one() -> None
         assert [f"a:{k:010d}" for k in expected] == [r.id for r in result.removed_records]
         assert before - set(expected) == live_keys(am)
         # the overshoot is one scan plus one removal, and the cursor stays in the layer
-        assert (am.hi + REMOVAL_COST_UNITS, False) == (result.scanned_units, result.done)
+        assert (len(before) + REMOVAL_COST_UNITS, False) == (result.scanned_units,
+                                                             result.done)
         assert {"agentId": "a", "layerPos": 0} == cursor.get_state()
         expected = compactor.select(am, SEM, 0, 1).tolist()
 
@@ -270,9 +272,10 @@ def test_custom_removal_cost_sets_the_removals_per_call() -> None:
     fill(engine, "a", 200, seed=4, layers=("semantic",))
     am = agent(engine)
     compactor = Compactor(engine.config, removal_cost_units=7)
-    result = compactor.compact_slice(am, 0, am.hi + 70, CompactionCursor())
+    live = am.live
+    result = compactor.compact_slice(am, 0, live + 70, CompactionCursor())
     assert 10 == len(result.removed_records)
-    assert am.hi + 70 == result.scanned_units
+    assert live + 70 == result.scanned_units
 
 
 def test_the_cursor_state_round_trips_and_rejects_garbage() -> None:
@@ -466,7 +469,7 @@ def test_stress_random_ingest_and_slices_match_a_reference(seed: int) -> None:
                     am, code, now, excess.get(code, 0), protected,
                     engine.config.decay_half_life_ms, engine.config.score_quantum))
             budget = int(rng.integers(0, 2_000))
-            cost, scan = compactor.removal_cost_units, am.hi
+            cost, scan = compactor.removal_cost_units, am.live
             allowed, units = reference_budget([excess.get(code, 0) for code in order], budget,
                                               scan, cost)
             result = compactor.compact_slice(am, now, budget, cursor)

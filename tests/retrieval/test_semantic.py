@@ -96,13 +96,14 @@ def test_provider_failing_on_the_query_degrades_to_the_fallback_path() -> None:
 
 def test_new_embedder_version_re_embeds_in_bounded_slices() -> None:
     engine = MemoryEngine(MemoryConfig(embedding_dim=16, work_units_per_ms=10_000,
-                                       tick_costs={"embed": 1_000}),
+                                       tick_costs={"embed": 1_000, "tick": 1_000,
+                                                   "agent": 80}),
                           embedder=FakeEmbedder(16, "v1"))
     engine.ingest_many("a", [f"memory {i}" for i in range(25)], now=0)
     engine.set_embedder(FakeEmbedder(16, "v2"))
-    # 10,000 units per tick: decay takes 26, so 9 texts of 1,000 units fit per tick
+    # 10,000 units per tick: the fixed cost takes 1,080, so 8 texts of 1,000 units fit
     reports = [engine.tick(t, budget_ms=1.0) for t in range(1, 5)]
-    assert [9, 9, 7, 0] == [r.embedded for r in reports]
+    assert [8, 8, 8, 1] == [r.embedded for r in reports]
     assert all(r.used_units <= 10_000 for r in reports)
     assert {"v2"} == {r.embedding_ref for r in engine.records("a")}
     engine._check()
