@@ -20,6 +20,7 @@ import pickle
 from typing import Any
 
 from f09_memory.schema.base import trusted_factory
+from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import (
     MemoryRecord,
     ProceduralMeta,
@@ -100,12 +101,17 @@ class RecordMemo:
 
 
 _META_AT = _RECORD.index("metadata")
+_LAYER_AT = _RECORD.index("layer")
+_LAYERS = {layer.value: layer for layer in MemoryLayer}
 
 
 def _encode_record(record: MemoryRecord) -> bytes:
     rd = record.__dict__
     values = [rd[f] for f in _RECORD]
     values[_META_AT] = _encode_meta(values[_META_AT])
+    # the layer travels as its value: unpickling an enum member calls the enum class, which
+    # cost more than the rest of the record's decoding
+    values[_LAYER_AT] = values[_LAYER_AT].value
     return pickle.dumps(tuple(values), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -113,6 +119,7 @@ def _decode_record(data: bytes) -> MemoryRecord:
     rec = pickle.loads(data)  # a shard's own bytes
     fields = dict(zip(_RECORD, rec, strict=True))
     fields["metadata"] = _decode_meta(rec[_META_AT])
+    fields["layer"] = _LAYERS[rec[_LAYER_AT]]
     return _make_record(fields)
 
 
