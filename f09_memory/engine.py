@@ -33,7 +33,7 @@ from f09_memory.config.config import MemoryConfig
 from f09_memory.core.claims import ingest_claim
 from f09_memory.core.digest import HashParts, combine_parts, config_fingerprint, hash_parts
 from f09_memory.core.records import IngestedRecords, RecordReader
-from f09_memory.core.state import EngineState
+from f09_memory.core.state import EngineState, check_engine_arguments
 from f09_memory.core.writer import Writer
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.errors import (
@@ -119,21 +119,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
     ) -> None:
         self._owner = ThreadOwner()
-        if config is None:
-            config = MemoryConfig()
-        elif not isinstance(config, MemoryConfig):
-            raise InputInvalidError(
-                "config must be a MemoryConfig (build one with MemoryConfig(...) or "
-                "MemoryConfig.from_env())",
-                details={"got": type(config).__name__},
-            )
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-            raise InputInvalidError("seed must be an int in 0..2**63-1",
-                                    details={"field": "seed"})
-        if token_counter is not None and not isinstance(token_counter, TokenCounter):
-            raise InputInvalidError("token_counter must have count(text) -> int")
-        if pressure_source is not None and not isinstance(pressure_source, PressureSource):
-            raise InputInvalidError("pressure_source must have poll(now) -> PressureState")
+        config = check_engine_arguments(config, seed, token_counter, pressure_source)
         self.config = config
         self.seed = seed
         self.bus = EngineBus(handler_errors=config.bus_handler_errors)
@@ -230,11 +216,9 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
     def count(self, agent_id: str | None = None, layer: MemoryLayer | str | None = None) -> int:
         """Live records of one agent (or all), optionally of one layer. O(agents)."""
         code = None if layer is None else parse_layer(layer).code
-        store = self._state.store
-        ams = store if agent_id is None else [a for a in [self._agent(agent_id)] if a]
-        if code is None:
-            return sum(am.live for am in ams)
-        return sum(int(am.layer_counts[code]) for am in ams)
+        if agent_id is not None:
+            agent_id = validate_agent_id(agent_id, self._ingestor.limits.agent_id)
+        return self._reader.count(agent_id, code)
 
     def layer_counts(self) -> dict[str, dict[str, int]]:
         """Live records of every agent by layer, ``{agent: {layer: n}}``, agents in id order.
@@ -242,9 +226,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         One read of the per-agent counters :meth:`count` sums (every layer, zeros included):
         O(agents), about 1 us per agent, for metrics that poll a crowd.
         """
-        names = [layer.value for layer in MemoryLayer]
-        return {am.agent_id: dict(zip(names, am.layer_counts.tolist(), strict=True))
-                for am in self._state.store}
+        return self._reader.layer_counts()
 
     def get(self, record_id: str) -> MemoryRecord:
         """Return the live record ``record_id``. O(1).
@@ -266,8 +248,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         (insertion) order. An unknown agent has none.
         """
         lay = None if layer is None else parse_layer(layer)
-        am = self._agent(agent_id)
-        return [] if am is None else self._reader.build_many(am, am.slots_in_time_order(lay))
+        return self._reader.in_time_order(self._agent(agent_id), lay)
 
     def recent(self, agent_id: str, k: int,
                layer: MemoryLayer | str | None = None) -> list[MemoryRecord]:
@@ -278,11 +259,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         Raises:
             InputInvalidError: ``k`` is not a non-negative integer.
         """
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise InputInvalidError("k must be a non-negative integer", details={"field": "k"})
         lay = None if layer is None else parse_layer(layer)
-        am = self._agent(agent_id)
-        return [] if am is None else self._reader.build_many(am, am.newest_slots(k, lay))
+        return self._reader.newest(self._agent(agent_id), k, lay)
 
     # ------------------------------------------------------------------ writing
     def _time(self, now: object) -> int:
@@ -602,23 +580,14 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
     def state_hash(self) -> str:
         """sha256 hex of everything the engine holds that determines its answers.
 
-        Covers the config (fingerprint), clock, pressure and embedder and, per agent, its
-        id counter, vocabulary, records, layer-table rows (opinions, positions, contacts,
-        patterns) and summarization tasks. Equal for equal seeds and inputs in any process,
-        after save/load, and for the same agents split over any number of engines
-        (``f09_memory.distributed``; see ``core.digest``). Where maintenance resumes (the
-        tick and compaction cursors) is not covered. Maintained incrementally: O(agents)
-        plus O(records changed since the last call).
+        Config, clock, pressure, embedder and, per agent, its records, vocabulary, table rows
+        and summarization tasks (not the maintenance cursors): equal in any process, after
+        save/load and over any split into shards (``core.digest``). O(agents + changes).
         """
         return combine_parts(self.state_hash_parts())
 
     def state_hash_parts(self) -> HashParts:
-        """The additive parts of :meth:`state_hash` (``core.digest.HashParts``).
-
-        Engines holding disjoint sets of agents (shards) add theirs with
-        ``core.digest.merge_parts``; ``core.digest.combine_parts`` of the sum is the hash of
-        one engine holding them all. Runtime complexity: that of :meth:`state_hash`.
-        """
+        """The additive parts of :meth:`state_hash` (shards add theirs: ``core.digest``)."""
         return hash_parts(self._state, self._fingerprint,
                           self.summarization.summarizer.get_state(), self._semantic.version,
                           self._semantic.queries.digest())

@@ -77,6 +77,36 @@ class RecordReader:
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
         """Per agent, its ``next_rev``, the slots of its last ``build_many`` and their records."""
 
+    def in_time_order(self, am: AgentMemory | None, layer: MemoryLayer | None
+                      ) -> list[MemoryRecord]:
+        """``am``'s live records (of ``layer``), oldest first (``[]`` for no agent)."""
+        return [] if am is None else self.build_many(am, am.slots_in_time_order(layer))
+
+    def newest(self, am: AgentMemory | None, k: int, layer: MemoryLayer | None
+               ) -> list[MemoryRecord]:
+        """``am``'s ``k`` newest live records (of ``layer``), newest first.
+
+        Raises:
+            InputInvalidError: ``k`` is not a non-negative integer.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InputInvalidError("k must be a non-negative integer", details={"field": "k"})
+        return [] if am is None else self.build_many(am, am.newest_slots(k, layer))
+
+    def count(self, agent_id: str | None, code: int | None) -> int:
+        """Live records of one agent (or all), of layer ``code`` (or all). O(agents)."""
+        store = self.store
+        ams = store if agent_id is None else [a for a in [store.get(agent_id)] if a]
+        if code is None:
+            return sum(am.live for am in ams)
+        return sum(int(am.layer_counts[code]) for am in ams)
+
+    def layer_counts(self) -> dict[str, dict[str, int]]:
+        """Live records of every agent by layer, agents in store (id) order. O(agents)."""
+        names = [layer.value for layer in MemoryLayer]
+        return {am.agent_id: dict(zip(names, am.layer_counts.tolist(), strict=True))
+                for am in self.store}
+
     def clear(self) -> None:
         """Drop every cached object (the embedder changed, or the store was replaced)."""
         self._cache.clear()

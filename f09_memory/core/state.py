@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 from f09_memory.config.config import MemoryConfig
 from f09_memory.core.tables import KeyedTable
+from f09_memory.errors import InputInvalidError
 from f09_memory.importance.heuristic import Vocabulary
+from f09_memory.protocols import PressureSource, TokenCounter
 from f09_memory.retention.compaction import CompactionCursor
 from f09_memory.schema.enums import PressureState
 from f09_memory.store.store import MemoryStore
 
-__all__ = ["EngineState"]
+__all__ = ["EngineState", "check_engine_arguments"]
 
 
 @dataclass
@@ -90,3 +92,28 @@ class EngineState:
         for name, table in self.tables.items():
             assert name == table.NAME
             table._check()
+
+
+def check_engine_arguments(config: object, seed: object, token_counter: object,
+                           pressure_source: object) -> MemoryConfig:
+    """The engine's constructor arguments checked; the config (``MemoryConfig()`` for None).
+
+    Raises:
+        InputInvalidError: ``config`` is not a ``MemoryConfig``, ``seed`` not an int in
+            ``0..2**63-1``, or ``token_counter`` / ``pressure_source`` lack their method.
+    """
+    if config is None:
+        config = MemoryConfig()
+    elif not isinstance(config, MemoryConfig):
+        raise InputInvalidError(
+            "config must be a MemoryConfig (build one with MemoryConfig(...) or "
+            "MemoryConfig.from_env())",
+            details={"got": type(config).__name__},
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InputInvalidError("seed must be an int in 0..2**63-1", details={"field": "seed"})
+    if token_counter is not None and not isinstance(token_counter, TokenCounter):
+        raise InputInvalidError("token_counter must have count(text) -> int")
+    if pressure_source is not None and not isinstance(pressure_source, PressureSource):
+        raise InputInvalidError("pressure_source must have poll(now) -> PressureState")
+    return config

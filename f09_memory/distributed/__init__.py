@@ -22,13 +22,9 @@ shards' per-agent parts); see ``docs/distributed.md`` for the cluster plan.
 from f09_memory.distributed.actor import AppliedOps, ShardActor, ShardEngine, ShardSpec
 from f09_memory.distributed.bundles import ShardedBundles
 from f09_memory.distributed.codec import RecordMemo, decode_bundle, encode_bundle
-from f09_memory.distributed.engine import (
-    MANIFEST_NAME,
-    ShardedMemoryEngine,
-    ShardFrame,
-    merge_tick_reports,
-)
-from f09_memory.distributed.events import event_agent, merge_events
+from f09_memory.distributed.engine import ShardedMemoryEngine, ShardFrame
+from f09_memory.distributed.events import event_agent, merge_events, merge_tick_reports
+from f09_memory.distributed.manifest import MANIFEST_NAME
 from f09_memory.distributed.reshard import OPS_TABLE, merge_snapshots
 from f09_memory.distributed.routing import ShardRouter, record_agent, shard_of, task_agent
 

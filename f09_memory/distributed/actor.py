@@ -261,26 +261,13 @@ class ShardActor:
         """
         if method not in ("write", "read", "retrieve_many", "restore"):
             raise ValueError(f"not a shard call: {method}")
-        t0 = time.perf_counter()
-        args, kwargs = pickle.loads(payload)  # the driver's own bytes
-        unpack = time.perf_counter() - t0
-        ok, value, events, busy = getattr(self, method)(*args, **kwargs)
-        return pickle.dumps((ok, value, events, busy + unpack),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        ok, value, events, busy = _unpacked_call(getattr(self, method), payload)
+        return pickle.dumps((ok, value, events, busy), protocol=pickle.HIGHEST_PROTOCOL)
 
     def packed_frame(self, payload: bytes) -> tuple[bytes, bytes]:
         """:meth:`frame_write` as two buffers, like :meth:`packed_bundles`."""
-        t0 = time.perf_counter()
-        args, kwargs = pickle.loads(payload)  # the driver's own bytes
-        unpack = time.perf_counter() - t0
-        ok, value, events, busy = self.frame_write(*args, **kwargs)
-        if not ok:
-            return pickle.dumps((ok, value, events, busy)), b""
-        ids, blobs, hashes, report = value
-        t0 = time.perf_counter()
-        body = pickle.dumps(blobs, protocol=pickle.HIGHEST_PROTOCOL)
-        head = (ok, (ids, hashes, report), events, busy + unpack + time.perf_counter() - t0)
-        return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body
+        return _two_buffers(self.frame_write, payload,
+                            lambda v: (v[1], (v[0], v[2], v[3])))  # ids, blobs, hashes, report
 
     def frame_write(self, seq: int, wanted: tuple[str, ...], pressure: PressureState | None,
                     items: list[Any], requests: list[Any], trusted: bool, now: int,
@@ -312,17 +299,7 @@ class ShardActor:
         Ray's two return values: the driver fetches the first and leaves the second (the
         pickled list of encoded bundles) in the object store until a bundle is read.
         """
-        t0 = time.perf_counter()
-        args, kwargs = pickle.loads(payload)  # the driver's own bytes
-        unpack = time.perf_counter() - t0
-        ok, value, events, busy = self.retrieve_many(*args, **kwargs)
-        if not ok:
-            return pickle.dumps((ok, value, events, busy)), b""
-        blobs, hashes = value
-        t0 = time.perf_counter()
-        body = pickle.dumps(blobs, protocol=pickle.HIGHEST_PROTOCOL)
-        head = (ok, hashes, events, busy + unpack + time.perf_counter() - t0)
-        return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body
+        return _two_buffers(self.retrieve_many, payload, lambda v: (v[0], v[1]))  # blobs, hashes
 
     def write(self, seq: int, wanted: tuple[str, ...], method: str, args: Sequence[Any],
               kwargs: dict[str, Any]) -> Reply:
@@ -401,3 +378,29 @@ class ShardActor:
     def process_id(self) -> int:
         """The actor's process id (tests kill it and watch it come back)."""
         return self.pid
+
+
+def _unpacked_call(call: Callable[..., Reply], payload: bytes) -> Reply:
+    """``call(*args, **kwargs)`` of the pickled ``(args, kwargs)``; unpickling counts as busy."""
+    t0 = time.perf_counter()
+    args, kwargs = pickle.loads(payload)  # the driver's own bytes
+    unpack = time.perf_counter() - t0
+    ok, value, events, busy = call(*args, **kwargs)
+    return ok, value, events, busy + unpack
+
+
+def _two_buffers(call: Callable[..., Reply], payload: bytes,
+                 split: Callable[[Any], tuple[Any, Any]]) -> tuple[bytes, bytes]:
+    """A reply whose bulk (``split(value)[0]``) travels as a second buffer.
+
+    The first buffer is the pickled reply with ``split(value)[1]`` as its value; pickling
+    the bulk counts as busy. A refused call has an empty second buffer.
+    """
+    ok, value, events, busy = _unpacked_call(call, payload)
+    if not ok:
+        return pickle.dumps((ok, value, events, busy)), b""
+    bulk, rest = split(value)
+    t0 = time.perf_counter()
+    body = pickle.dumps(bulk, protocol=pickle.HIGHEST_PROTOCOL)
+    head = (ok, rest, events, busy + time.perf_counter() - t0)
+    return pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL), body

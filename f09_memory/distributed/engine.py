@@ -56,22 +56,30 @@ import numpy as np
 from f09_memory._validate import check_budget_ms, check_now
 from f09_memory.bus import EVENT_NAMES, EngineBus, SocialChanged
 from f09_memory.config.config import MemoryConfig
-from f09_memory.core.digest import HashParts, combine_parts, merge_parts
+from f09_memory.core.digest import HashParts, combine_parts, config_fingerprint, merge_parts
 from f09_memory.distributed.actor import Reply, ShardActor, ShardSpec
 from f09_memory.distributed.bundles import ShardedBundles
-from f09_memory.distributed.events import merge_events
+from f09_memory.distributed.events import merge_events, merge_tick_reports
+from f09_memory.distributed.manifest import (
+    MANIFEST_KIND,
+    MANIFEST_NAME,
+    MANIFEST_VERSION,
+    ROUTING,
+    config_of,
+    read_saved,
+    seed_of,
+)
 from f09_memory.distributed.routing import ShardRouter, record_agent
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import (
     ErrorCode,
     InputInvalidError,
-    MemoryEngineError,
     RecordNotFoundError,
     SnapshotInvalidError,
     StorageFailedError,
     error_for,
 )
-from f09_memory.maintenance.tick import TickBacklog, TickReport
+from f09_memory.maintenance.tick import TickReport
 from f09_memory.perception.router import parse_events, physics_events, route_events
 from f09_memory.persistence.durable import CommitMode
 from f09_memory.persistence.snapshot import write_snapshot
@@ -83,13 +91,8 @@ from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.social.interactions import Interaction
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 
-__all__ = ["MANIFEST_NAME", "ShardFrame", "ShardedMemoryEngine", "merge_tick_reports"]
+__all__ = ["ShardFrame", "ShardedMemoryEngine"]
 
-MANIFEST_NAME = "manifest.json"
-"""The file of a saved sharded engine that names its shard snapshots."""
-_MANIFEST_KIND = "f09-memory-shards"
-_MANIFEST_VERSION = 1
-_ROUTING = "jump-blake2b-64"
 _RESTART_WAIT_S = 60.0
 _AGENT_OF = itemgetter("agent_id")
 _REQUEST_AGENT = attrgetter("agent_id")
@@ -108,38 +111,6 @@ class ShardFrame:
     ids: list[str]
     bundles: ShardedBundles
     report: TickReport | None
-
-
-def merge_tick_reports(reports: Sequence[TickReport]) -> TickReport:
-    """One report for a tick of every shard: counts added, ``cycle_complete`` if all.
-
-    ``budget_units`` is the sum of the shards' budgets (each shard had its own) and
-    ``behind`` whether any shard is behind.
-    """
-    first = reports[0]
-    budgets = [r.budget_units for r in reports]
-    return TickReport(
-        now=first.now,
-        budget_units=None if any(b is None for b in budgets) else sum(
-            b for b in budgets if b is not None),
-        used_units=sum(r.used_units for r in reports),
-        agents_processed=sum(r.agents_processed for r in reports),
-        decayed=sum(r.decayed for r in reports),
-        expired=sum(r.expired for r in reports),
-        deferred_agents=sum(r.deferred_agents for r in reports),
-        cycle_complete=all(r.cycle_complete for r in reports),
-        pruned=sum(r.pruned for r in reports),
-        summaries_queued=sum(r.summaries_queued for r in reports),
-        embedded=sum(r.embedded for r in reports),
-        pressure=first.pressure,
-        summaries_applied=sum(r.summaries_applied for r in reports),
-        timed_out=sum(r.timed_out for r in reports),
-        mined=sum(r.mined for r in reports),
-        backlog=TickBacklog(*(sum(getattr(r.backlog, f) for r in reports) for f in (
-            "agents_due", "over_soft_caps", "pending_summaries", "embedding_retries",
-            "index_work", "actions_unmined"))),
-        behind=any(r.behind for r in reports),
-    )
 
 
 def _ray() -> Any:
@@ -161,14 +132,6 @@ def _request_agent(request: object, i: int) -> tuple[str, bool]:
         raise InputInvalidError(f"requests[{i}] must be a RetrievalRequest or a mapping with "
                                 "an agent_id", details={"field": "requests", "index": i})
     return agent, False
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class ShardedMemoryEngine:
@@ -275,8 +238,8 @@ class ShardedMemoryEngine:
     def _prepare_folder(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         layout = folder / "shards.json"
-        want = {"kind": _MANIFEST_KIND, "shards": self.shards, "routing": _ROUTING,
-                "seed": self.seed, "config": _fingerprint(self.config)}
+        want = {"kind": MANIFEST_KIND, "shards": self.shards, "routing": ROUTING,
+                "seed": self.seed, "config": config_fingerprint(self.config)}
         if layout.exists():
             have = json.loads(layout.read_text(encoding="utf-8"))
             if have != want:
@@ -938,9 +901,9 @@ class ShardedMemoryEngine:
                 write_snapshot(root / name, blob)
                 files.append({"name": name, "bytes": len(blob),
                               "sha256": hashlib.sha256(blob).hexdigest()})
-            manifest = {"kind": _MANIFEST_KIND, "version": _MANIFEST_VERSION,
-                        "shards": self.shards, "routing": _ROUTING, "seed": self.seed,
-                        "config": _fingerprint(self.config), "stateHash": self.state_hash(),
+            manifest = {"kind": MANIFEST_KIND, "version": MANIFEST_VERSION,
+                        "shards": self.shards, "routing": ROUTING, "seed": self.seed,
+                        "config": config_fingerprint(self.config), "stateHash": self.state_hash(),
                         "files": files}
             target = root / MANIFEST_NAME
             tmp = root / (MANIFEST_NAME + ".tmp")
@@ -968,10 +931,10 @@ class ShardedMemoryEngine:
             SnapshotInvalidError: A missing or damaged manifest or snapshot (a checksum
                 that does not match), or snapshots that are not of one engine.
         """
-        blobs, saved_shards, expect = _read_saved(Path(source))
+        blobs, saved_shards, expect = read_saved(Path(source))
         count = saved_shards if shards is None else shards
-        config = _config_of(blobs[0])
-        seed = _seed_of(blobs[0])
+        config = config_of(blobs[0])
+        seed = seed_of(blobs[0])
         engine = cls(config, shards=count, seed=seed, path=path, commit=commit,
                      embedder=embedder, actor_options=actor_options,
                      hash_bundles=hash_bundles, _snapshots=blobs)
@@ -1078,66 +1041,3 @@ def _packed(actor: Any, method: str, *args: Any) -> Callable[[], Any]:
 def _record_order(record_id: str) -> tuple[str, str]:
     agent, _, tail = record_id.rpartition(":")
     return agent, tail
-
-
-def _fingerprint(config: MemoryConfig) -> str:
-    return hashlib.sha256(json.dumps(config.to_json_dict(), sort_keys=True).encode()).hexdigest()
-
-
-def _read_saved(source: Path) -> tuple[list[bytes], int, str | None]:
-    """Snapshot bytes, saved shard count and state hash of a folder or a single file."""
-    if source.is_file():
-        return [source.read_bytes()], 1, None
-    manifest_path = source / MANIFEST_NAME
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SnapshotInvalidError(f"{str(source)!r} has no readable {MANIFEST_NAME} (save a "
-                                   "sharded engine there, or name a MemoryEngine snapshot "
-                                   "file)", details={"path": str(source)}) from exc
-    if not isinstance(manifest, dict) or manifest.get("kind") != _MANIFEST_KIND or (
-            manifest.get("version") != _MANIFEST_VERSION):
-        raise SnapshotInvalidError(f"{str(manifest_path)!r} is not a sharded-engine manifest "
-                                   f"of version {_MANIFEST_VERSION}",
-                                   details={"path": str(manifest_path)})
-    if manifest.get("routing") != _ROUTING:
-        raise SnapshotInvalidError(f"unknown shard routing {manifest.get('routing')!r:.40}",
-                                   details={"path": str(manifest_path)})
-    blobs = []
-    for entry in manifest.get("files", []):
-        name = str(entry.get("name", ""))
-        file = source / name
-        if Path(name).name != name or not file.is_file():
-            raise SnapshotInvalidError(f"the manifest names a missing shard file {name!r:.60}",
-                                       details={"path": str(file)})
-        blob = file.read_bytes()
-        if hashlib.sha256(blob).hexdigest() != entry.get("sha256"):
-            raise SnapshotInvalidError(f"{name!r} does not match its checksum in the "
-                                       "manifest (damaged or replaced)",
-                                       details={"path": str(file)})
-        blobs.append(blob)
-    if not blobs or len(blobs) != manifest.get("shards"):
-        raise SnapshotInvalidError("the manifest's files do not match its shard count",
-                                   details={"path": str(manifest_path)})
-    expect = manifest.get("stateHash")
-    return blobs, len(blobs), expect if isinstance(expect, str) else None
-
-
-def _manifest_of(blob: bytes) -> dict[str, Any]:
-    from f09_memory.persistence import snapshot
-
-    try:
-        return snapshot.loads(blob).manifest
-    except MemoryEngineError:
-        raise
-    except Exception as exc:  # pragma: no cover - snapshot.loads raises its own errors
-        raise SnapshotInvalidError("a shard snapshot cannot be read",
-                                   details={}) from exc
-
-
-def _config_of(blob: bytes) -> MemoryConfig:
-    return MemoryConfig.parse(_manifest_of(blob)["config"])
-
-
-def _seed_of(blob: bytes) -> int:
-    return int(_manifest_of(blob)["seed"])

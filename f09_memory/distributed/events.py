@@ -23,8 +23,9 @@ from collections.abc import Iterable, Sequence
 
 from f09_memory.bus import Event, PressureChanged, TickBehind, TickCompleted
 from f09_memory.distributed.routing import record_agent, task_agent
+from f09_memory.maintenance.tick import TickBacklog, TickReport
 
-__all__ = ["event_agent", "merge_events"]
+__all__ = ["event_agent", "merge_events", "merge_tick_reports"]
 
 
 def event_agent(event: Event) -> str | None:
@@ -86,3 +87,35 @@ def merge_events(per_shard: Iterable[Sequence[Event]]) -> list[Event]:
     if ticks:
         out.append(_merged_tick(ticks))
     return out
+
+
+def merge_tick_reports(reports: Sequence[TickReport]) -> TickReport:
+    """One report for a tick of every shard: counts added, ``cycle_complete`` if all.
+
+    ``budget_units`` is the sum of the shards' budgets (each shard had its own) and
+    ``behind`` whether any shard is behind.
+    """
+    first = reports[0]
+    budgets = [r.budget_units for r in reports]
+    return TickReport(
+        now=first.now,
+        budget_units=None if any(b is None for b in budgets) else sum(
+            b for b in budgets if b is not None),
+        used_units=sum(r.used_units for r in reports),
+        agents_processed=sum(r.agents_processed for r in reports),
+        decayed=sum(r.decayed for r in reports),
+        expired=sum(r.expired for r in reports),
+        deferred_agents=sum(r.deferred_agents for r in reports),
+        cycle_complete=all(r.cycle_complete for r in reports),
+        pruned=sum(r.pruned for r in reports),
+        summaries_queued=sum(r.summaries_queued for r in reports),
+        embedded=sum(r.embedded for r in reports),
+        pressure=first.pressure,
+        summaries_applied=sum(r.summaries_applied for r in reports),
+        timed_out=sum(r.timed_out for r in reports),
+        mined=sum(r.mined for r in reports),
+        backlog=TickBacklog(*(sum(getattr(r.backlog, f) for r in reports) for f in (
+            "agents_due", "over_soft_caps", "pending_summaries", "embedding_retries",
+            "index_work", "actions_unmined"))),
+        behind=any(r.behind for r in reports),
+    )
