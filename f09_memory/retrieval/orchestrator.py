@@ -112,6 +112,12 @@ def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
     return sims
 
 
+def _policy_allows_all(policy: NDArray[np.bool_], ams: Sequence[AgentMemory | None]) -> bool:
+    """Whether layer ``policy`` allows every layer that holds a live record of ``ams``."""
+    barred = np.flatnonzero(~policy).tolist()
+    return not barred or not any(am.holds_any(barred) for am in ams if am is not None)
+
+
 class Retriever:
     """Builds bundles for one engine; caches weight vectors and layer tables per request kind."""
 
@@ -311,10 +317,17 @@ class Retriever:
                     else self._policy[jobs[i].request.purpose] for i in live]
         statuses = [status_table(jobs[i].request) for i in live]
         filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
-        mask = cat("alive")
-        mask &= cat("deadline") > now
+        # Tests no row can fail are skipped: every slot below ``hi`` is alive, no deadline
+        # is due, the frame's one layer policy allows every layer the agents hold.
+        if all(am.live == am.hi for am in ams if am is not None):
+            mask = np.ones(layer.shape[0], dtype=np.bool_)
+        else:
+            mask = cat("alive")
+        if any(am.min_deadline <= now for am in ams if am is not None):
+            mask &= cat("deadline") > now
         if all(p is policies[0] for p in policies):  # one layer policy for the frame
-            mask &= policies[0][layer]
+            if not _policy_allows_all(policies[0], ams):
+                mask &= policies[0][layer]
         else:
             mask &= np.stack(policies)[row_job, layer]
         if all(t is ACTIVE_ONLY for t in statuses):  # the usual case: active records only
@@ -325,9 +338,13 @@ class Retriever:
             am = ams[n]
             assert am is not None
             mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, jobs[live[n]].request)
-        rows = np.flatnonzero(mask)
-        job_of = row_job[rows]
-        bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
+        every = bool(mask.all())  # no gather needed when all rows qualify
+        if every:
+            rows, job_of, bounds = np.arange(mask.shape[0]), row_job, starts
+        else:
+            rows = np.flatnonzero(mask)
+            job_of = row_job[rows]
+            bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
         slot_of_row = rows - starts[job_of]
         sims = np.zeros(rows.shape[0] if semantic is not None else 0, dtype=np.float64)
         any_sims = False
@@ -371,7 +388,6 @@ class Retriever:
             rows_w = [w if w.shape[0] == 5 else np.append(w, 0.0) for w in rows_w]
         weights = np.stack(rows_w)
         layer_w = np.stack([self._layer_w[kind[0]] for kind in kinds])
-        every = rows.shape[0] == mask.shape[0]  # no gather needed when all rows qualify
 
         def pick(name: str) -> NDArray[Any]:
             column = cat(name)

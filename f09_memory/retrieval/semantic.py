@@ -42,7 +42,8 @@ from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider, VectorIndex
 from f09_memory.retrieval.async_embedding import AsyncEmbedding
 from f09_memory.retrieval.indexing import slice_in_key_order
-from f09_memory.retrieval.orchestrator import SemanticTerm, exact_similarities
+from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
+from f09_memory.retrieval.orchestrator import exact_similarities
 from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
@@ -58,6 +59,8 @@ NO_QUERY = "NO_QUERY"
 QUERY_PENDING = "QUERY_PENDING"
 """``semantic_fallback`` in async embedding mode while the query text's vector is on its way
 (it enters the query table at a tick; see ``retrieval.query_vectors``)."""
+
+_NO_QUERY = SemanticTerm(None, NO_QUERY)
 
 _QUERY_CACHE_MAX = 4096
 _MAX_DIM = 65_536
@@ -529,7 +532,9 @@ class SemanticMemory:
         The slots are the candidates, or a preselected subset for large agents.
         """
         if not self.available:
-            return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE.value), slots
+            return NO_SEMANTIC, slots
+        if request.query is None and request.query_vector is None and query_vectors is None:
+            return _NO_QUERY, slots  # most of a crowd's requests: no call into the provider
         if request.query_vector is not None:
             given = np.asarray(request.query_vector, dtype=np.float32)[None, :]
             query_vectors = given if query_vectors is None else np.concatenate(
@@ -544,7 +549,7 @@ class SemanticMemory:
             # A provider failing on the query degrades to the fallback score path.
             return SemanticTerm(None, ErrorCode.MEMORY_EMBEDDING_FAILED.value), slots
         if q is None:
-            return SemanticTerm(None, NO_QUERY), slots
+            return _NO_QUERY, slots
         if am.vectors is None:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         index = am.index

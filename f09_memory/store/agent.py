@@ -201,6 +201,11 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         value: int = self._counts[STAT_REMOVED]
         return value
 
+    def holds_any(self, layer_codes: list[int]) -> bool:
+        """Whether a live record of one of ``layer_codes`` is held (O(len(layer_codes)))."""
+        counts = self._counts
+        return any(counts[code] for code in layer_codes)
+
     def _set_building(self, building: bool) -> None:
         self._counts[STAT_BUILDING] = int(building)
 

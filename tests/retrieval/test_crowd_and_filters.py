@@ -65,6 +65,32 @@ def test_retrieve_many_gives_the_bundles_of_retrieve_one_by_one(seed: int) -> No
     engine._check()
 
 
+@pytest.mark.parametrize("case", ["clean", "barred_layer", "dead_slot", "due_ttl"])
+def test_retrieve_many_skips_only_the_masks_no_row_can_fail(case: str) -> None:
+    """One purpose for the whole frame: the alive, deadline and layer-policy masks are
+    skipped when no row can fail them, and applied when one agent needs them."""
+    engine = MemoryEngine(MemoryConfig(episodic_max=80), seed=3)
+    items = [{"agent_id": f"npc-{a}", "content": f"{WORDS[(a + i) % 12]} at dawn {i}.",
+              "importance": round(0.1 + 0.01 * i, 3)} for a in range(4) for i in range(30)]
+    engine.ingest_batch(items, now=0)
+    if case == "barred_layer":  # dialog does not read procedural records
+        engine.ingest("npc-2", "Bake bread at dawn.", layer="procedural", importance=1.0, now=1)
+    if case == "dead_slot":
+        engine.forget([engine.recent("npc-1", 3)[1].id])
+    if case == "due_ttl":
+        engine.ingest("npc-3", "The fair is today.", importance=1.0, ttl=5, now=1)
+    frame = [RetrievalRequest(agent_id=f"npc-{a}", purpose="dialog", max_tokens=120)
+             for a in range(4)]
+    many = engine.retrieve_many(frame, now=50)
+    single = [engine.retrieve(r, now=50) for r in frame]
+    assert [[r.id for r in b.records] for b in many] == [
+        [r.id for r in b.records] for b in single]
+    assert [bundle_hash(b) for b in many] == [bundle_hash(b) for b in single]
+    texts = {r.content for b in many for r in b.records}
+    assert "Bake bread at dawn." not in texts and "The fair is today." not in texts
+    assert many[0].diagnostics.candidate_count == 30
+
+
 def test_retrieve_many_emits_one_event_per_request_in_order() -> None:
     engine = crowd()
     with capture_events(engine.bus, "memory:retrieval") as log:
