@@ -34,6 +34,7 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import numpy as np
@@ -106,8 +107,11 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         self.hi = 0
         self.next_key = 0
         self.slot_of: dict[int, int] = {}
-        self.free: list[int] = []
-        self.content: list[str | None] = []
+        self.free = array("q")
+        """Free slots below ``hi`` (raw int64: nothing for the garbage collector to visit)."""
+        self.content: NDArray[np.object_] = np.empty(0, dtype=object)
+        """Each slot's text (``None`` when free): an object array, not a list, so a full
+        garbage collection does not visit every text (numpy arrays are not traversed)."""
         self.source_event: dict[int, str] = {}
         self.extras: dict[int, RecordExtra] = {}
         row = np.zeros(STAT_WIDTH, dtype=np.int64)
@@ -219,7 +223,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         # Memoryviews of the _VIEWED columns, rebuilt with them: a scalar store through one
         # costs about half a numpy scalar store.
         self._views: tuple[Any, ...] = tuple(memoryview(getattr(self, name)) for name in _VIEWED)
-        self.content.extend([None] * (capacity - self.capacity))
+        content = np.empty(capacity, dtype=object)
+        content[: self.capacity] = self.content
+        self.content = content
         if self.vectors is not None:
             grown = np.zeros((capacity, self.vectors.shape[1]), dtype=self.vectors.dtype)
             grown[: self.vectors.shape[0]] = self.vectors
@@ -333,9 +339,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         if fresh >= 0:
             self.content[fresh:fresh + n] = new.content
         else:
-            content = self.content
-            for slot, text in zip(slot_list, new.content, strict=True):
-                content[slot] = text
+            self.content[slot_list] = new.content
         self.slot_of.update(zip(keys, slot_list, strict=True))
         if self.dedup is not None:
             for i, text in enumerate(new.content):
@@ -566,9 +570,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         self.alive[index] = False
         self.embedded[index] = False
         self._unindex(keys)
-        content = self.content
-        for slot in slots:
-            content[slot] = None
+        self.content[index] = None
         self.layer_counts[_EPISODIC] -= len(slots)
         self.stats[STAT_REMOVED] += len(slots)
         self.free.extend(slots)

@@ -20,7 +20,7 @@ class AgentDedup:
     """The dedup index of :class:`~f09_memory.store.agent.AgentMemory`."""
 
     slot_of: dict[int, int]
-    content: list[str | None]
+    content: NDArray[np.object_]
     layer: NDArray[np.int8]
     dedup: dict[tuple[int, int], int] | None
 

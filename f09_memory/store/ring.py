@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["EpisodicRing"]
@@ -16,16 +16,20 @@ class EpisodicRing:
     place and skipped lazily; the ring is compacted when dead entries outnumber its
     capacity, so both operations are amortized O(1) and memory stays O(capacity).
 
+    The keys are raw int64 in an ``array`` read from ``_head`` on (not a deque of int
+    objects): 8 bytes per entry, and nothing for a full garbage collection to visit.
+
     Liveness is owned by the caller (``is_live``), so the ring never disagrees with the
     store about which records exist.
     """
 
-    __slots__ = ("_is_live", "_keys", "capacity", "live")
+    __slots__ = ("_head", "_is_live", "_keys", "capacity", "live")
 
     def __init__(self, capacity: int, is_live: Callable[[int], bool]) -> None:
         self.capacity = capacity
         self.live = 0
-        self._keys: deque[int] = deque()
+        self._keys = array("q")
+        self._head = 0
         self._is_live = is_live
 
     def __len__(self) -> int:
@@ -42,10 +46,12 @@ class EpisodicRing:
         Raises:
             IndexError: The ring holds no live key (internal use only).
         """
-        keys = self._keys
-        while keys and not self._is_live(keys[0]):
-            keys.popleft()
-        return keys[0]
+        keys, head, is_live = self._keys, self._head, self._is_live
+        end = len(keys)
+        while head < end and not is_live(keys[head]):
+            head += 1
+        self._head = head
+        return keys[head]
 
     def pop_oldest(self, count: int) -> list[int]:
         """Take the ``count`` oldest live keys out of the ring, oldest first.
@@ -57,47 +63,66 @@ class EpisodicRing:
         """
         if count > self.live:
             raise IndexError("pop_oldest past the live keys")
-        keys = self._keys
-        is_live = self._is_live
+        keys, head, is_live = self._keys, self._head, self._is_live
         out: list[int] = []
         while len(out) < count:
-            key = keys.popleft()
+            key = keys[head]
+            head += 1
             if is_live(key):
                 out.append(key)
+        self._head = head
         self.live -= count
+        self._trim()
         return out
 
     def append(self, key: int) -> None:
         """Add ``key`` as the newest entry. The caller evicts ``oldest()`` first when full."""
-        self._keys.append(key)
+        keys = self._keys
+        keys.append(key)
         self.live += 1
-        if len(self._keys) > 2 * self.capacity + 16:
+        if len(keys) - self._head > 2 * self.capacity + 16:
             self._compact()
+        elif self._head > self.capacity + 16:
+            self._trim()
 
     def extend(self, keys: Iterable[int]) -> None:
         """:meth:`append` of each key, in order (the caller checked the ring has room)."""
-        before = len(self._keys)
-        self._keys.extend(keys)
-        self.live += len(self._keys) - before
-        if len(self._keys) > 2 * self.capacity + 16:
+        held = self._keys
+        before = len(held)
+        held.extend(keys)
+        self.live += len(held) - before
+        if len(held) - self._head > 2 * self.capacity + 16:
             self._compact()
+        else:
+            self._trim()
 
     def discard(self, key: int) -> None:
         """Account for the removal of a live ``key`` (its entry is skipped lazily)."""
         self.live -= 1
-        if self._keys and self._keys[0] == key:
-            self._keys.popleft()
+        keys, head = self._keys, self._head
+        if head < len(keys) and keys[head] == key:
+            self._head = head + 1
+
+    def _trim(self) -> None:
+        """Drop the entries before the head once they outnumber the capacity (amortized)."""
+        if self._head > self.capacity + 16:
+            del self._keys[: self._head]
+            self._head = 0
 
     def _compact(self) -> None:
-        self._keys = deque(k for k in self._keys if self._is_live(k))
+        is_live = self._is_live
+        self._keys = array("q", [k for k in self._keys[self._head:] if is_live(k)])
+        self._head = 0
 
     def __iter__(self) -> Iterator[int]:
-        """Live keys, oldest first."""
-        return (k for k in self._keys if self._is_live(k))
+        """Live keys, oldest first (of the ring as it was when iteration began)."""
+        is_live = self._is_live
+        return (k for k in self._keys[self._head:] if is_live(k))
 
     def dead_entries(self) -> int:
         """Entries kept for removed keys (for invariant checks and stats)."""
-        return sum(1 for k in self._keys if not self._is_live(k))
+        is_live = self._is_live
+        return sum(1 for k in self._keys[self._head:] if not is_live(k))
 
     def get_state(self) -> list[int]:
         """Live keys oldest first (the whole observable state)."""
@@ -105,5 +130,6 @@ class EpisodicRing:
 
     def set_state(self, keys: list[int]) -> None:
         """Restore from :meth:`get_state` (liveness must already be restored)."""
-        self._keys = deque(keys)
+        self._keys = array("q", keys)
+        self._head = 0
         self.live = len(keys)

@@ -155,3 +155,27 @@ def test_ring_extend_is_append_of_each_key() -> None:
     one.live = many.live = len(live)
     assert list(one) == list(many) == sorted(live)
     assert many.dead_entries() <= 2 * many.capacity + 16  # compacted like append
+
+
+def test_an_agent_holds_no_per_record_container_the_garbage_collector_visits() -> None:
+    """A full collection's pause follows the number of GC-tracked containers and their
+    items: an agent's per-record data (texts, ring, free slots, id map) must not be one."""
+    import gc
+
+    from f09_memory import MemoryConfig, MemoryEngine
+
+    engine = MemoryEngine(MemoryConfig(episodic_max=3_000), embedder=None, seed=0)
+    engine.ingest_many("a", [{"content": f"word {i}.", "tags": ["x"]} for i in range(5_000)],
+                       now=1)
+    engine.ingest_many("a", [{"content": f"fact {i}.", "layer": "semantic",
+                              "source_event": f"e{i}"} for i in range(400)], now=2)
+    engine.forget([r.id for r in engine.recent("a", 300, layer="semantic")[::2]])
+    engine.state_hash()
+    gc.collect()
+    am = engine._state.store.get("a")
+    assert am is not None and len(am.free) > 1_000 and am.live > 3_000
+    visited = {name: len(value) for name, value in vars(am).items()
+               if gc.is_tracked(value) and isinstance(value, list | dict | set | tuple)}
+    assert all(n < 100 for n in visited.values()), visited
+    ring_state = am.ring.get_state()
+    assert len(ring_state) == 3_000 and not gc.is_tracked(am.content)
