@@ -53,7 +53,7 @@ def ingest_claim(
     limits = writer.ingestor.limits
     validate_item(content, layer, importance, tags, None, ttl, limits=limits)
     # The claim's key and value are stored redacted (string attributes): compare them so.
-    redact = writer.ingestor.redactor.redact_text
+    redact = writer.ingestor.redactor.stored_form
     am = writer.state.store.get(agent_id)
     current = am.claims.get(redact(claim.key)) if am is not None else None
     previous = am.extras[current] if am is not None and current is not None else None

@@ -338,12 +338,14 @@ class Writer:
         counts the later items of the batch that repeat that i-th item (the caller reinforces
         it that many times), so a batch ends as the same items ingested one by one would.
         """
-        redact = self.ingestor.redactor.redact_text
+        # The texts as they would be stored, redacted in one batch and not counted (the
+        # items stored are redacted, and counted, when they are built).
+        texts = self.ingestor.redactor.redact_many([item.content for item in items],
+                                                   count=False)[0]
         index = am.dedup_index()
         fresh: list[PendingRecord] = []
         seen: dict[tuple[int, int], int] = {}
-        for item in items:
-            text = redact(item.content)
+        for item, text in zip(items, texts, strict=True):
             fp = content_fingerprint(item.layer.code, text)
             earlier = seen.get(fp)
             if earlier is not None:  # a repeat inside the batch

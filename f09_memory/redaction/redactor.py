@@ -163,7 +163,8 @@ class Redactor:
                 protect = True
         return text, tuple(hits)
 
-    def redact_many(self, texts: Sequence[str]) -> tuple[list[str], list[tuple[str, ...]] | None]:
+    def redact_many(self, texts: Sequence[str], *, count: bool = True
+                    ) -> tuple[list[str], list[tuple[str, ...]] | None]:
         """:meth:`redact` of each text, in order, with the gates checked once for the batch.
 
         A built-in's batch gate (and its need of a digit) is a necessary condition that
@@ -173,7 +174,8 @@ class Redactor:
 
         Returns:
             The redacted texts, and each text's labels (``None`` when nothing matched).
-            Counts are updated as :meth:`redact` one by one would.
+            Counts are updated as :meth:`redact` one by one would (unless ``count`` is
+            False: a text redacted only to be compared, e.g. with stored texts).
         """
         if not self.enabled or not texts:
             return list(texts), None
@@ -193,7 +195,7 @@ class Redactor:
         out: list[str] = []
         labels: list[tuple[str, ...]] = []
         any_hit = False
-        counts = self.counts
+        counts = self.counts if count else None
         # a text that repeats in the batch (one event told to many agents) is redacted once;
         # each copy still counts its replacements
         seen: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]] = {}
@@ -203,18 +205,23 @@ class Redactor:
             if text:
                 done = seen.get(text)
                 if done is None:
-                    before = [counts[label] for label in active_labels]
-                    red, hits = self._apply(text, active, counts)
-                    made = () if not hits else tuple(
-                        (label, counts[label] - b)
-                        for label, b in zip(active_labels, before, strict=True)
-                        if counts[label] != b)
+                    if counts is None:
+                        red, hits = self._apply(text, active, None)
+                        made: tuple[tuple[str, int], ...] = ()
+                    else:
+                        before = [counts[label] for label in active_labels]
+                        red, hits = self._apply(text, active, counts)
+                        made = () if not hits else tuple(
+                            (label, counts[label] - b)
+                            for label, b in zip(active_labels, before, strict=True)
+                            if counts[label] != b)
                     seen[text] = (red, hits, made)
                     text = red
                 else:
                     text, hits, made = done
-                    for label, n in made:
-                        counts[label] += n
+                    if counts is not None:
+                        for label, n in made:
+                            counts[label] += n
             out.append(text)
             labels.append(hits)
             any_hit = any_hit or bool(hits)
@@ -223,6 +230,12 @@ class Redactor:
     def redact_lines(self, texts: list[str]) -> list[str]:
         """:meth:`redact_text` of each text, through :meth:`redact_many` (one batch)."""
         return self.redact_many(texts)[0]
+
+    def stored_form(self, text: str) -> str:
+        """``text`` as it would be stored, counting nothing (to compare with stored texts)."""
+        if not self.enabled or not text:
+            return text
+        return self._apply(text, self._compiled, None)[0]
 
     def redact_text(self, text: str) -> str:
         """Return only the redacted text (for prompts and log lines)."""

@@ -125,6 +125,21 @@ def test_dedup_inside_one_batch_and_across_agents() -> None:
     e._check()
 
 
+def test_dedup_redacts_to_compare_and_counts_only_what_it_stores() -> None:
+    """The redaction counts are the replacements in stored data: an item compared with the
+    stored texts (dedup) or a claim compared with the current one is not counted again."""
+    e = engine(dedup_window_ms=1_000, redaction_mode=True)
+    first = e.ingest("npc", f"Write to {EMAIL} about the mill.", now=1)
+    again = e.ingest_many("npc", [f"write to {EMAIL} about the mill.",
+                                  f"Write to {EMAIL} about the  mill."], now=2)
+    assert {first.id} == set(again.ids) and 1 == e.count("npc")
+    assert EMAIL not in first.content and 1 == e.redactor_counts["EMAIL"]
+    e.ingest_batch([{"agent_id": "npc", "content": f"Write to {EMAIL} about the mill."},
+                    {"agent_id": "bob", "content": f"Mail {EMAIL} twice: {EMAIL}."}], now=3)
+    assert 3 == e.redactor_counts["EMAIL"]  # bob's two, stored; npc's repeat, not stored
+    e._check()
+
+
 def test_dedup_off_by_default_and_survives_save_load(tmp_path: Path) -> None:
     assert 2 == len(set(engine().ingest_many("npc", ["x", "x"], now=1).ids))
     e = engine(dedup_window_ms=100)
