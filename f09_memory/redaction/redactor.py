@@ -29,6 +29,10 @@ PLACEHOLDER_RE = re.compile(r"<REDACT:sha256-[0-9a-f]{12}>")
 _SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")
 _DIGIT = re.compile(r"\d").search
 _ASCII_DIGITS = "0123456789"
+_MEMO_MAX = 4096
+"""Most texts whose redaction a redactor remembers (then it starts over)."""
+_Redacted = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
+"""A text's redaction: the text, the labels that matched, ``(label, replacements)``."""
 
 
 class Redactor:
@@ -58,6 +62,7 @@ class Redactor:
         self._salt = salt.encode("utf-8")
         self._compiled: tuple[CompiledPattern, ...] = compile_patterns(patterns)
         self.counts: dict[str, int] = {p.label: 0 for p in self._compiled}
+        self._memo: dict[str, _Redacted] = {}
 
     @classmethod
     def from_config(cls, config: MemoryConfig, *, enabled: bool | None = None) -> Redactor:
@@ -136,12 +141,35 @@ class Redactor:
         """Return ``(redacted_text, labels_that_matched)``; labels empty when nothing matched."""
         if not self.enabled or not text:
             return text, ()
-        return self._apply(text, self._compiled, self.counts)
+        red, hits, made = self._result(text, self._compiled)
+        if made:
+            counts = self.counts
+            for label, n in made:
+                counts[label] += n
+        return red, hits
 
-    def _apply(self, text: str, patterns: Sequence[CompiledPattern],
-               counts: dict[str, int] | None) -> tuple[str, tuple[str, ...]]:
-        """Apply ``patterns`` (each behind its gate) to ``text``; count what matched."""
+    def _result(self, text: str, patterns: Sequence[CompiledPattern]) -> _Redacted:
+        """:meth:`_apply` of ``text``, remembered: a text told many times is redacted once.
+
+        ``patterns`` may leave out patterns that cannot match ``text`` (a batch gate that
+        failed): the result is the same as with all of them, so it is remembered by the
+        text alone. At most ``_MEMO_MAX`` texts, then the memo starts over.
+        """
+        done = self._memo.get(text)
+        if done is None:
+            if len(self._memo) >= _MEMO_MAX:
+                self._memo.clear()
+            done = self._memo[text] = self._apply(text, patterns)
+        return done
+
+    def _apply(self, text: str, patterns: Sequence[CompiledPattern]) -> _Redacted:
+        """Apply ``patterns`` (each behind its gate) to ``text``.
+
+        Returns the redacted text, the labels that matched and ``(label, replacements)``
+        of each.
+        """
         hits: list[str] = []
+        made: list[tuple[str, int]] = []
         protect: bool | None = None  # whether the text holds a placeholder (when needed)
         digit: bool | None = None  # whether the text holds a digit, found when first needed
         for pattern in patterns:
@@ -158,10 +186,9 @@ class Redactor:
             text, n = (self._sub_between if protect else self._sub)(pattern, text)
             if n:
                 hits.append(pattern.label)
-                if counts is not None:
-                    counts[pattern.label] += n
+                made.append((pattern.label, n))
                 protect = True
-        return text, tuple(hits)
+        return text, tuple(hits), tuple(made)
 
     def redact_many(self, texts: Sequence[str], *, count: bool = True
                     ) -> tuple[list[str], list[tuple[str, ...]] | None]:
@@ -195,33 +222,15 @@ class Redactor:
         out: list[str] = []
         labels: list[tuple[str, ...]] = []
         any_hit = False
-        counts = self.counts if count else None
-        # a text that repeats in the batch (one event told to many agents) is redacted once;
-        # each copy still counts its replacements
-        seen: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]] = {}
-        active_labels = [p.label for p in active]
+        counts = self.counts
+        result = self._result
         for text in texts:
             hits: tuple[str, ...] = ()
             if text:
-                done = seen.get(text)
-                if done is None:
-                    if counts is None:
-                        red, hits = self._apply(text, active, None)
-                        made: tuple[tuple[str, int], ...] = ()
-                    else:
-                        before = [counts[label] for label in active_labels]
-                        red, hits = self._apply(text, active, counts)
-                        made = () if not hits else tuple(
-                            (label, counts[label] - b)
-                            for label, b in zip(active_labels, before, strict=True)
-                            if counts[label] != b)
-                    seen[text] = (red, hits, made)
-                    text = red
-                else:
-                    text, hits, made = done
-                    if counts is not None:
-                        for label, n in made:
-                            counts[label] += n
+                text, hits, made = result(text, active)
+                if made and count:
+                    for label, n in made:
+                        counts[label] += n
             out.append(text)
             labels.append(hits)
             any_hit = any_hit or bool(hits)
@@ -235,7 +244,7 @@ class Redactor:
         """``text`` as it would be stored, counting nothing (to compare with stored texts)."""
         if not self.enabled or not text:
             return text
-        return self._apply(text, self._compiled, None)[0]
+        return self._result(text, self._compiled)[0]
 
     def redact_text(self, text: str) -> str:
         """Return only the redacted text (for prompts and log lines)."""
@@ -247,7 +256,7 @@ class Redactor:
         Nothing is counted and nothing is returned of the text itself: this is how a value
         that must not hold private data (an agent id) is checked.
         """
-        return self._apply(text, self._compiled, None)[1] if text else ()
+        return self._result(text, self._compiled)[1] if text else ()
 
     def refuse_private(self, value: str, *, field: str) -> None:
         """Raise when redaction mode is ON and ``value`` (an id) holds private data.

@@ -137,3 +137,23 @@ def test_redact_many_counts_every_copy_of_a_repeated_text_like_redact_one_by_one
     assert labels is not None
     assert [single.redact(t) for t in texts] == list(zip(out, labels, strict=True))
     assert batch.counts == single.counts and batch.counts["EMAIL"] == 8
+
+
+def test_a_text_told_again_is_redacted_once_and_counted_each_time() -> None:
+    from f09_memory.redaction import redactor as module
+
+    r = Redactor(["EMAIL"])
+    told = "Write to ana@example.org or bob@example.org."
+    first = r.redact(told)
+    assert first == r.redact(told) and first[0] == r.stored_form(told)
+    texts, labels = r.redact_many([told, "nothing here", told])
+    assert [first[0], "nothing here", first[0]] == texts
+    assert [("EMAIL",), (), ("EMAIL",)] == labels
+    assert 8 == r.counts["EMAIL"]  # two per telling; stored_form and matches count nothing
+    assert ("EMAIL",) == r.matches(told) and 8 == r.counts["EMAIL"]
+    r.redact_many([told], count=False)
+    assert 8 == r.counts["EMAIL"]
+    for i in range(module._MEMO_MAX + 5):  # the memo stays bounded
+        r.redact(f"mail user{i}@example.org")
+    assert len(r._memo) <= module._MEMO_MAX
+    assert first == r.redact(told) and 10 + module._MEMO_MAX + 5 == r.counts["EMAIL"]
