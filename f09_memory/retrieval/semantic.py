@@ -97,7 +97,10 @@ def _nearest(am: AgentMemory, index: VectorIndex, candidate: NDArray[np.bool_],
 
 def _centroid(parts: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
     """The unit mean of the query parts; ``None`` when it is the zero vector."""
-    centroid = np.concatenate(parts).mean(axis=0)
+    if len(parts) == 1 and parts[0].shape[0] == 1:  # one vector: its own mean, exactly
+        centroid = parts[0][0]
+    else:
+        centroid = np.concatenate(parts).mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     if norm == 0.0:
         return None
