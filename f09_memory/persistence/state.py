@@ -184,6 +184,7 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
     for name in COLUMNS:
         getattr(am, name)[:n] = cols[name]
     am.alive[:n] = True
+    am.inactive_seen = bool(cols["status"].any())
     am.rev[:n] = np.arange(n, dtype=np.int64)
     am.next_rev = n
     am.hi = n

@@ -318,7 +318,8 @@ class Retriever:
         statuses = [status_table(jobs[i].request) for i in live]
         filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
         # Tests no row can fail are skipped: every slot below ``hi`` is alive, no deadline
-        # is due, the frame's one layer policy allows every layer the agents hold.
+        # is due, the frame's one layer policy allows every layer the agents hold, no agent
+        # ever held a record that is not active.
         if all(am.live == am.hi for am in ams if am is not None):
             mask = np.ones(layer.shape[0], dtype=np.bool_)
         else:
@@ -331,7 +332,8 @@ class Retriever:
         else:
             mask &= np.stack(policies)[row_job, layer]
         if all(t is ACTIVE_ONLY for t in statuses):  # the usual case: active records only
-            mask &= cat("status") == 0
+            if any(am.inactive_seen for am in ams if am is not None):
+                mask &= cat("status") == 0
         else:
             mask &= np.stack(statuses)[row_job, cat("status")]
         for n in filtered:

@@ -121,6 +121,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         """This agent's row in its store's survey matrix (-1: not in a store)."""
         self.ring = EpisodicRing(episodic_max, self.slot_of.__contains__)
         self.claims: dict[str, int] = {}
+        self.inactive_seen = False
+        """Whether a record with a status other than active was ever stored here (set when
+        one is written, never cleared): without one, a status filter has nothing to do."""
         """Active claim key (``claimKey`` attribute) -> record key."""
         self.dedup: dict[tuple[int, int], int] | None = None
         """Ingest dedup index, :func:`content_fingerprint` -> key (built on first use)."""
@@ -299,6 +302,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         Runtime complexity: O(k) numpy plus amortized O(1) C-level work per record.
         """
         n = len(new.keys)
+        if not self.inactive_seen and any(new.status):
+            self.inactive_seen = True
         ring = self.ring
         layers = new.layer
         keys = new.keys
@@ -613,6 +618,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
             self.tagset[slot] = tagset
         if status is not None:
             self.status[slot] = status
+            self.inactive_seen = self.inactive_seen or status != 0
         if extra is not None:
             old = self.extras.pop(key, None)
             if old is not None:
@@ -653,6 +659,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
             slot = self.slot_of[key]
             assert self.extras[key].attributes.get("claimKey") == claim
             assert int(self.status[slot]) == 0, "a non-active claim is indexed as active"
+        assert self.inactive_seen or not self.status[:hi].any(), "inactive record not flagged"
         assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
         assert len(set(self.free)) == len(self.free), "slot freed twice"
         assert set(self.extras) <= set(self.slot_of), "extras of a dead key"

@@ -65,7 +65,8 @@ def test_retrieve_many_gives_the_bundles_of_retrieve_one_by_one(seed: int) -> No
     engine._check()
 
 
-@pytest.mark.parametrize("case", ["clean", "barred_layer", "dead_slot", "due_ttl"])
+@pytest.mark.parametrize("case", ["clean", "barred_layer", "dead_slot", "due_ttl",
+                                  "superseded_claim"])
 def test_retrieve_many_skips_only_the_masks_no_row_can_fail(case: str) -> None:
     """One purpose for the whole frame: the alive, deadline and layer-policy masks are
     skipped when no row can fail them, and applied when one agent needs them."""
@@ -79,6 +80,9 @@ def test_retrieve_many_skips_only_the_masks_no_row_can_fail(case: str) -> None:
         engine.forget([engine.recent("npc-1", 3)[1].id])
     if case == "due_ttl":
         engine.ingest("npc-3", "The fair is today.", importance=1.0, ttl=5, now=1)
+    if case == "superseded_claim":
+        engine.ingest_claim("npc-0", "The fair is today.", _claim("5"), importance=1.0, now=1)
+        engine.ingest_claim("npc-0", "The mill costs 9.", _claim("9"), now=2)
     frame = [RetrievalRequest(agent_id=f"npc-{a}", purpose="dialog", max_tokens=120)
              for a in range(4)]
     many = engine.retrieve_many(frame, now=50)
@@ -88,7 +92,7 @@ def test_retrieve_many_skips_only_the_masks_no_row_can_fail(case: str) -> None:
     assert [bundle_hash(b) for b in many] == [bundle_hash(b) for b in single]
     texts = {r.content for b in many for r in b.records}
     assert "Bake bread at dawn." not in texts and "The fair is today." not in texts
-    assert many[0].diagnostics.candidate_count == 30
+    assert many[0].diagnostics.candidate_count == 30 + (case == "superseded_claim")
 
 
 def test_retrieve_many_emits_one_event_per_request_in_order() -> None:
