@@ -341,19 +341,27 @@ class Retriever:
             assert am is not None
             mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, jobs[live[n]].request)
         every = bool(mask.all())  # no gather needed when all rows qualify
+        slot_of_row: NDArray[np.intp] | None = None  # when every row qualifies: on demand
         if every:
-            rows, job_of, bounds = np.arange(mask.shape[0]), row_job, starts
+            rows, job_of, bounds = None, row_job, starts
+            ramp = np.arange(int(his.max()), dtype=np.intp)
         else:
             rows = np.flatnonzero(mask)
             job_of = row_job[rows]
             bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
-        slot_of_row = rows - starts[job_of]
-        sims = np.zeros(rows.shape[0] if semantic is not None else 0, dtype=np.float64)
+            slot_of_row = rows - starts[job_of]
+        n_rows = mask.shape[0] if rows is None else rows.shape[0]
+
+        def slots_between(a: int, b: int) -> NDArray[np.intp]:
+            """The slots of rows ``a:b`` (one agent's)."""
+            return ramp[: b - a] if slot_of_row is None else slot_of_row[a:b]
+
+        sims = np.zeros(n_rows if semantic is not None else 0, dtype=np.float64)
         any_sims = False
         kinds: dict[tuple[Purpose, Strategy, PressureState, bool, bool], int] = {}
         prox: NDArray[np.float64] | None = None
         kind_of: list[int] = []
-        keep = np.ones(rows.shape[0], dtype=np.bool_)
+        keep = np.ones(n_rows, dtype=np.bool_)
         solo: dict[int, NDArray[np.intp]] = {}
         edges = bounds.tolist()
         for n, i in enumerate(live):
@@ -363,7 +371,7 @@ class Retriever:
             if semantic is not None and b > a:
                 am = ams[n]
                 assert am is not None
-                job.term, chosen = semantic(am, slot_of_row[a:b], job.request)
+                job.term, chosen = semantic(am, slots_between(a, b), job.request)
                 if job.term.rest is not None:  # a preselected large agent: the single path
                     solo[i] = chosen
                     keep[a:b] = False
@@ -373,10 +381,10 @@ class Retriever:
             request = job.request
             if job.near is not None and b > a and i not in solo:
                 if prox is None:
-                    prox = np.zeros(rows.shape[0], dtype=np.float64)
+                    prox = np.zeros(n_rows, dtype=np.float64)
                 am = ams[n]
                 assert am is not None
-                prox[a:b] = job.proximities(am, slot_of_row[a:b])
+                prox[a:b] = job.proximities(am, slots_between(a, b))
             kind = (request.purpose, request.strategy, job.pressure,
                     job.term.similarities is not None, job.near is not None)
             index = kinds.get(kind)
@@ -393,13 +401,13 @@ class Retriever:
 
         def pick(name: str) -> NDArray[Any]:
             column = cat(name)
-            return column if every else column[rows]
+            return column if rows is None else column[rows]
 
         importance = pick("importance").astype(np.float64, copy=False)
         flagged = pick("flagged")
         boosted = np.where(flagged, importance * self.config.importance_boost,
                            importance) if flagged.any() else importance
-        rows_layer = layer if every else layer[rows]
+        rows_layer = layer if rows is None else layer[rows]
         score = recency_scores(now, pick("anchor"), self.config.decay_half_life_ms)
         # Terms with a zero weight add exact zeros and are skipped (the same floats).
         if (weights == weights[0]).all() and (layer_w == layer_w[0]).all():
@@ -430,13 +438,16 @@ class Retriever:
         sizes = np.diff(bounds)
         if solo:  # preselected agents were served alone: leave their rows out
             sizes[[n for n, i in enumerate(live) if i in solo]] = 0
+            if slot_of_row is None:
+                slot_of_row = np.arange(n_rows) - starts[job_of]
             q, keys, tokens, slot_of_row = q[keep], keys[keep], tokens[keep], slot_of_row[keep]
         budgets = np.array([jobs[i].budget for i in live], dtype=np.int64)
         limits = np.array([NO_LIMIT if jobs[i].request.limit is None else jobs[i].request.limit
                            for i in live], dtype=np.int64)
         picked, counts, totals = rank_and_pack_many(
             q, keys, tokens, np.concatenate(([0], np.cumsum(sizes))), budgets, limits)
-        picked_slots = slot_of_row[picked]
+        picked_slots = (picked - starts[job_of[picked]] if slot_of_row is None
+                        else slot_of_row[picked])
         ends = np.cumsum(counts).tolist()
         packed = zip(ends, counts.tolist(), totals.tolist(), sizes.tolist(), strict=True)
         out: list[RetrievedBundle] = []
