@@ -246,9 +246,10 @@ def _tags(tags: object, limits: ItemLimits) -> tuple[str, ...]:
         if not cleaned:
             raise _bad("tags", "contains an empty or non-string tag",
                        "every tag must be a non-empty string")
-        _text(cleaned, f"tags[{i}]", limit, limits, "tag")
+        if len(cleaned) > limit or not cleaned.isascii():  # the field name only when needed
+            _text(cleaned, f"tags[{i}]", limit, limits, "tag")
         stripped.append(cleaned)
-    return tuple(dict.fromkeys(stripped))
+    return tuple(stripped) if len(stripped) == 1 else tuple(dict.fromkeys(stripped))
 
 
 def _check_metadata(meta: RecordMetadata, tags: tuple[str, ...], limits: ItemLimits) -> None:
