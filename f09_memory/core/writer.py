@@ -193,13 +193,18 @@ class Writer:
             Each group's new keys, in order.
         """
         window = self.state.config.dedup_window_ms if anchor is None else 0
-        if window and any(self._may_overflow(am, items) for am, items in groups):
-            # Dedup must see each eviction before the next item: one item per group, in
-            # order (the rare case of a dedup batch that overflows the ring).
-            owners = [g for g, (_, items) in enumerate(groups) for _ in items]
-            singles = [(am, [item]) for am, items in groups for item in items]
+        alone = [self._evicts_a_repeat(am, items) for am, items in groups] if window else []
+        if any(alone):
+            # Dedup must see each eviction before the next item: such a group goes one item
+            # at a time, in order (the others stay batches: dedup ends alike for them).
+            owners: list[int] = []
+            parts: list[tuple[AgentMemory, Sequence[PendingRecord]]] = []
+            for g, (am, items) in enumerate(groups):
+                split = [[item] for item in items] if alone[g] else [items]
+                parts.extend((am, part) for part in split)
+                owners.extend(g for _ in split)
             merged: list[list[int]] = [[] for _ in groups]
-            for g, keys in zip(owners, self._store(singles, now, events, None, window),
+            for g, keys in zip(owners, self._store(parts, now, events, None, window),
                                strict=True):
                 merged[g].extend(keys)
             return merged
@@ -323,10 +328,26 @@ class Writer:
             chosen = [key for key in victims.tolist() if key != keep][:excess]
             out.extend(am.remove(key) for key in chosen)
 
-    @staticmethod
-    def _may_overflow(am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
+    def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
+        """Whether dedup over ``items`` as one batch could end otherwise than item by item.
+
+        Only when the batch overflows the episodic ring: an item that repeats a record the
+        batch evicts (one of the ring's oldest) must not reinforce it, nor may a repeat of
+        the batch's own record that the batch itself evicts (a batch larger than the ring).
+        """
+        ring = am.ring
         episodic = sum(1 for item in items if item.layer is _EPISODIC)
-        return len(items) > 1 and am.ring.live + episodic > am.ring.capacity
+        over = ring.live + episodic - ring.capacity
+        if len(items) < 2 or over <= 0:
+            return False
+        if episodic > ring.capacity:
+            return True
+        gone = set(ring.oldest_keys(min(over, ring.live)))
+        index = am.dedup_index()
+        texts = self.ingestor.redactor.redact_many([item.content for item in items],
+                                                   count=False)[0]
+        return any(index.get(content_fingerprint(item.layer.code, text)) in gone
+                   for item, text in zip(items, texts, strict=True))
 
     def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], now: int, window: int,
                out: list[int], repeats: list[int],

@@ -53,6 +53,21 @@ class EpisodicRing:
         self._head = head
         return keys[head]
 
+    def oldest_keys(self, count: int) -> list[int]:
+        """The ``count`` oldest live keys, oldest first, left in the ring (fewer if fewer).
+
+        Runtime complexity: O(count + dead entries among them).
+        """
+        keys, is_live = self._keys, self._is_live
+        out: list[int] = []
+        for at in range(self._head, len(keys)):
+            if len(out) >= count:
+                break
+            key = keys[at]
+            if is_live(key):
+                out.append(key)
+        return out
+
     def pop_oldest(self, count: int) -> list[int]:
         """Take the ``count`` oldest live keys out of the ring, oldest first.
 

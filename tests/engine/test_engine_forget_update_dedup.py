@@ -242,3 +242,25 @@ def test_a_bundle_recalled_again_reuses_its_records_until_one_changes() -> None:
     assert [r.id for r in first.records] == [r.id for r in changed.records]
     assert "fact one, corrected" in [r.content for r in changed.records]
     assert engine.records("a") == sorted(changed.records, key=lambda r: r.id)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dedup_batches_that_overflow_the_ring_end_as_items_one_by_one(seed: int) -> None:
+    """A frame whose groups overflow their agent's episodic ring (some of its items repeat a
+    record the frame evicts, some do not) ends as the items ingested one by one."""
+    import random
+
+    rng = random.Random(seed)
+    pool = [f"Saw {w} at the {p}." for w in ("a wolf", "smoke", "a cart", "a fox")
+            for p in ("mill", "well", "gate")]
+    config = {"dedup_window_ms": 50, "episodic_max": 4}
+    batched, single = engine(**config), engine(**config)
+    for now in range(1, 40):
+        frame = [{"agent_id": f"npc-{rng.randrange(3)}", "content": rng.choice(pool),
+                  "layer": "semantic" if rng.random() < 0.15 else "episodic"}
+                 for _ in range(rng.randrange(1, 9))]
+        ids = batched.ingest_batch(frame, now=now).ids
+        assert ids == [single.ingest(item["agent_id"], item["content"], layer=item["layer"],
+                                     now=now).id for item in frame]
+        assert batched.state_hash() == single.state_hash()
+    batched._check()
