@@ -30,6 +30,8 @@ __all__ = ["Grouper", "Parts", "bundle_places", "interaction_parts", "record_ord
 Parts = tuple[dict[int, list[Any]], dict[int, list[int]]]
 """Values by shard, and each one's position in the caller's list."""
 
+_RECENT = 4
+"""How many recent shard lists :meth:`Grouper.split` remembers the positions of."""
 _AGENT_OF = itemgetter("agent_id")
 _REQUEST_AGENT = attrgetter("agent_id")
 
@@ -96,6 +98,7 @@ class Grouper:
     def __init__(self, router: ShardRouter) -> None:
         self.router = router
         self.shards = router.shards
+        self._recent: list[tuple[list[int], dict[int, list[int]]]] = []
 
     def shards_of(self, agents: list[Any]) -> list[int]:
         """Each agent's shard (C-level passes over the router's cache)."""
@@ -106,18 +109,29 @@ class Grouper:
         return shards  # type: ignore[return-value]
 
     def split(self, values: list[Any], shards: list[int]) -> Parts:
-        """``values`` by shard, and each one's position (numpy and C-level gathers)."""
+        """``values`` by shard, and each one's position (numpy and C-level gathers).
+
+        The positions of the last few shard lists are kept: a host that sends the same
+        agents in the same order every frame (its requests) is split by one list
+        comparison and one gather per shard.
+        """
         if self.shards == 1 or not values:
             return ({0: values}, {0: list(range(len(values)))}) if values else ({}, {})
-        owner = np.fromiter(shards, dtype=np.int64, count=len(shards))
+        where = self._where(shards)
         parts: dict[int, list[Any]] = {}
-        where: dict[int, list[int]] = {}
-        for i in np.unique(owner).tolist():
-            positions = np.flatnonzero(owner == i).tolist()
-            where[i] = positions
+        for i, positions in where.items():
             parts[i] = ([values[positions[0]]] if len(positions) == 1
                         else list(itemgetter(*positions)(values)))
         return parts, where
+
+    def _where(self, shards: list[int]) -> dict[int, list[int]]:
+        for seen, where in self._recent:
+            if seen == shards:
+                return where
+        owner = np.fromiter(shards, dtype=np.int64, count=len(shards))
+        where = {i: np.flatnonzero(owner == i).tolist() for i in np.unique(owner).tolist()}
+        self._recent = [(shards, where), *self._recent[:_RECENT - 1]]
+        return where
 
     def items(self, items: Iterable[Any]) -> Parts:
         """A frame's items by shard, and each item's position in the frame.
@@ -128,7 +142,7 @@ class Grouper:
         values = items if type(items) is list else list(items)
         try:
             agents = list(map(_AGENT_OF, values))
-            ok = all(type(a) is str for a in agents)
+            ok = not agents or set(map(type, agents)) == {str}
         except (KeyError, TypeError, AttributeError):
             ok = False
         if not ok:
@@ -144,18 +158,17 @@ class Grouper:
                  ) -> tuple[dict[int, list[Any]], dict[int, list[int]], dict[int, bool]]:
         """A frame's requests by shard, each one's position, and whether each part is trusted.
 
-        A shard's part is the field dicts of ``RetrievalRequest`` objects when all of its
-        requests are objects (``trusted``), else the requests themselves.
+        A part is ``trusted`` when every request is a ``RetrievalRequest`` object (sent
+        compactly, ``wire.encode_requests``, and rebuilt on the shard without validation).
 
         Raises:
             InputInvalidError: A request without an agent id.
         """
         values = requests if type(requests) is list else list(requests)
-        objects = all(type(r) is RetrievalRequest for r in values)
+        objects = set(map(type, values)) <= {RetrievalRequest}
         agents = (list(map(_REQUEST_AGENT, values)) if objects
                   else [request_agent(r, n)[0] for n, r in enumerate(values)])
-        shards = self.shards_of(agents)
-        parts, where = self.split(list(map(vars, values)) if objects else values, shards)
+        parts, where = self.split(values, self.shards_of(agents))
         trusted = dict.fromkeys(parts, objects)
         return parts, where, trusted
 
