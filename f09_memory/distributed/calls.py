@@ -205,17 +205,22 @@ class ShardCalls:
             raise error_for(ErrorCode(code), message, details)
         return {i: r[1] for i, r in ok.items()}
 
-    def two_returns(self, i: int, method: str, payload: bytes, bodies: dict[int, Any]
-                    ) -> Callable[[], Any]:
-        """A submission of ``actor.<method>(payload)`` with two returns (head, body).
+    def two_returns(self, i: int, method: str, payload: Callable[[], bytes],
+                    bodies: dict[int, Any]) -> Callable[[], Any]:
+        """A submission of ``actor.<method>(payload())`` with two returns (head, body).
 
         The head's ref is returned (what :meth:`collect` waits for); the body's ref is kept
-        in ``bodies[i]`` and stays in the object store until read.
+        in ``bodies[i]`` and stays in the object store until read. ``payload`` is called
+        once, at the first submission: :meth:`collect` pickles shard ``i + 1``'s part while
+        shard ``i`` already works on its own.
         """
         actor = self.actors[i]
+        sent: list[bytes] = []
 
         def submit() -> Any:
-            head, bodies[i] = getattr(actor, method).options(num_returns=2).remote(payload)
+            if not sent:
+                sent.append(payload())
+            head, bodies[i] = getattr(actor, method).options(num_returns=2).remote(sent[0])
             return head
 
         return submit

@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -349,9 +350,9 @@ class ShardedMemoryEngine(AgentCalls):
         pending: dict[int, Pending] = {}
         for i in range(self.shards):
             seq = self._calls.next_seq(i)
-            payload = frame_payload(seq, wanted, state, item_parts.get(i, []),
-                                    req_parts.get(i, []), trusted.get(i, True), now,
-                                    budget_ms, tick, want)
+            payload = partial(frame_payload, seq, wanted, state, item_parts.get(i, []),
+                              req_parts.get(i, []), trusted.get(i, True), now, budget_ms,
+                              tick, want)
             pending[i] = (self._calls.two_returns(i, "packed_frame", payload, bodies), seq)
         got = self._calls.collect(pending)
         if tick:
@@ -397,7 +398,7 @@ class ShardedMemoryEngine(AgentCalls):
         bodies: dict[int, Any] = {}
         pending: dict[int, Pending] = {}
         for i, part in parts.items():
-            payload = bundles_payload(wanted, part, trusted[i], now, want)
+            payload = partial(bundles_payload, wanted, part, trusted[i], now, want)
             pending[i] = (self._calls.two_returns(i, "packed_bundles", payload, bodies), None)
         got = self._calls.collect(pending)
         total = sum(len(p) for p in parts.values())
