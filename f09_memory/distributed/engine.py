@@ -175,7 +175,7 @@ class ShardedMemoryEngine(AgentCalls):
             self._calls.collect({i: (restore(actor), None)
                                  for i, actor in enumerate(self._calls.actors)})
         self._calls.seq = self._calls.gather_plain("applied")
-        shared = self._calls.plain(0, "hash_parts").header  # a reopened or loaded engine's
+        shared = self._calls.plain(0, "hash_parts").header  # reopened or loaded: its clock
         self._shadow.clock = int(shared["clock"])
         self._shadow.pressure = PressureState(shared["pressure"])
         self._shadow.refresh(self._calls.gather_plain("placements"))

@@ -21,6 +21,8 @@ def _requests() -> list[RetrievalRequest]:
                          layers=("episodic", "spatial"), query="the well", position=(1.0, 2.0),
                          since=3, tags_any=("x",), attributes={"mood": "calm"}),
         RetrievalRequest(agent_id="c", purpose="summary", limit=4),
+        RetrievalRequest(agent_id="d", purpose="dialog", max_tokens=9).model_copy(
+            update={"query": "copied"}),
     ]
 
 
