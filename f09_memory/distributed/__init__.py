@@ -7,8 +7,13 @@ a :class:`ShardedMemoryEngine` is built. Parts:
 - ``actor``: ``ShardActor`` (the Ray actor's class), ``ShardEngine`` (a ``MemoryEngine``
   numbering the writes it applies, for exactly-once retries after a crash), ``AppliedOps``;
 - ``engine``: ``ShardedMemoryEngine`` (the driver; ``frame`` sends a host's whole frame in
-  one call per shard; routing, one remote call per shard per
-  operation, merged replies, save/load with a manifest, fault handling);
+  one call per shard), built from ``calls`` (``ShardCalls``: one remote call per shard,
+  in parallel, retries and resends after a restart), ``grouping`` (``Grouper``: crowd calls
+  split by shard, answers put back in order), ``wire`` (what a crowd call carries each
+  way), ``shadow`` (``DriverShadow``: clock, pressure, the position mirror, checks made
+  before any shard is touched) and ``forward`` (``AgentCalls``: the calls one agent's
+  shard answers);
+- ``manifest``: the saved folder (``write_saved``, ``read_saved``) and durable layout;
 - ``events``: the shards' bus events merged in one deterministic order;
 - ``bundles``: ``ShardedBundles``, a frame's bundles decoded when read; ``codec``: the
   compact encoding they travel in (``encode_bundle`` / ``decode_bundle``);

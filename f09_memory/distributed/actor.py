@@ -41,6 +41,7 @@ from f09_memory.determinism.hashing import BundleHasher
 from f09_memory.distributed.codec import RecordMemo, encode_bundle
 from f09_memory.distributed.reshard import merge_snapshots
 from f09_memory.distributed.routing import ShardRouter
+from f09_memory.distributed.wire import decode_requests
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.maintenance.tick import TickReport
@@ -269,8 +270,14 @@ class ShardActor:
         return _two_buffers(self.frame_write, payload,
                             lambda v: (v[1], (v[0], v[2], v[3])))  # ids, blobs, hashes, report
 
+    def _requests(self, requests: Any, trusted: bool) -> list[Any]:
+        """The requests a driver sent (``trusted``: encoded objects, ``wire``), to serve."""
+        if not trusted:
+            return list(requests)
+        return list(map(self._make_request, decode_requests(requests)))
+
     def frame_write(self, seq: int, wanted: tuple[str, ...], pressure: PressureState | None,
-                    items: list[Any], requests: list[Any], trusted: bool, now: int,
+                    items: list[Any], requests: Any, trusted: bool, now: int,
                     budget_ms: float | None, tick: bool, hashes: bool) -> Reply:
         """The numbered write :meth:`ShardEngine.frame`; bundles encoded (``codec``).
 
@@ -283,7 +290,7 @@ class ShardActor:
             if seq <= engine.ops.seq():
                 raise InputInvalidError("already applied", details={"seq": seq,
                                                                      "applied": True})
-            reqs = [self._make_request(r) for r in requests] if trusted else requests
+            reqs = self._requests(requests, trusted)
             ids, bundles, report = engine.apply(
                 seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {})
             if tick and self.spec.commit == "tick":
@@ -334,18 +341,17 @@ class ShardActor:
             raise ValueError(f"not a shard read: {method}")
         return self._run(wanted, lambda: getattr(self.engine, method)(*args, **kwargs))
 
-    def retrieve_many(self, wanted: tuple[str, ...], requests: list[Any], trusted: bool,
+    def retrieve_many(self, wanted: tuple[str, ...], requests: Any, trusted: bool,
                       now: int | None, hashes: bool) -> Reply:
         """Serve a frame's requests of this shard's agents.
 
-        ``trusted``: the requests are the field dicts of ``RetrievalRequest`` objects the
-        driver already holds (rebuilt without validation). The value is
+        ``trusted``: the requests are ``RetrievalRequest`` objects the driver already holds,
+        encoded (``wire.encode_requests``; rebuilt here without validation). The value is
         ``(encoded bundles, bundle hashes or None)`` (``distributed.codec``): the driver
         decodes only the ones read.
         """
         def call() -> tuple[list[tuple[Any, ...]], list[str] | None]:
-            reqs = [self._make_request(r) for r in requests] if trusted else requests
-            bundles = self.engine.retrieve_many(reqs, now=now)
+            bundles = self.engine.retrieve_many(self._requests(requests, trusted), now=now)
             return ([encode_bundle(b, self._memo) for b in bundles],
                     [self._hasher(b) for b in bundles] if hashes else None)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
 from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.distributed import ShardActor, ShardSpec, decode_bundle
+from f09_memory.distributed.wire import encode_requests
 
 
 def _spec(path: Path | None = None) -> ShardSpec:
@@ -46,7 +47,7 @@ def test_the_crowd_reply_holds_each_bundle_encoded_with_its_hash() -> None:
     requests = [RetrievalRequest(agent_id=a, purpose="dialog", max_tokens=200)
                 for a in ("b", "a")]
     ok, (blobs, hashes), events, _ = actor.retrieve_many(
-        ("memory:retrieval",), [r.__dict__ for r in requests], True, 2, True)
+        ("memory:retrieval",), encode_requests(requests), True, 2, True)
     assert ok and ["b", "a"] == [e.agent_id for e in events]
     single = MemoryEngine(MemoryConfig(), seed=4)
     single.ingest_batch([{"agent_id": a, "content": f"{a} saw the well"} for a in ("a", "b")],
@@ -61,8 +62,8 @@ def test_tick_mode_commits_at_each_tick_and_frame(tmp_path: Path) -> None:
     actor = ShardActor(spec)
     actor.write(1, (), "ingest_batch", ([{"agent_id": "a", "content": "kept"}],), {"now": 1})
     actor.write(2, (), "tick", (5,), {})
-    actor.frame_write(3, (), None, [{"agent_id": "b", "content": "also kept"}], [], True, 6,
-                      None, True, False)
+    actor.frame_write(3, (), None, [{"agent_id": "b", "content": "also kept"}],
+                      encode_requests([]), True, 6, None, True, False)
     actor.write(4, (), "ingest_batch", ([{"agent_id": "c", "content": "lost"}],), {"now": 7})
     durable = actor.engine._durable
     assert durable is not None
