@@ -26,7 +26,7 @@ bundle is per agent. Its bundles are identical to ``retrieve``'s, one by one.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,13 +45,8 @@ from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
-from f09_memory.retrieval.filters import (
-    ACTIVE_ONLY,
-    ALL_LAYERS,
-    candidate_mask,
-    request_filter_mask,
-    status_table,
-)
+from f09_memory.retrieval.crowd import CrowdRows
+from f09_memory.retrieval.filters import ALL_LAYERS, candidate_mask
 from f09_memory.retrieval.job import (
     Job,
     ProximityScorer,
@@ -110,12 +105,6 @@ def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
     sims[~am.embedded[slots]] = 0.0
     np.clip(sims, 0.0, 1.0, out=sims)
     return sims
-
-
-def _policy_allows_all(policy: NDArray[np.bool_], ams: Sequence[AgentMemory | None]) -> bool:
-    """Whether layer ``policy`` allows every layer that holds a live record of ``ams``."""
-    barred = np.flatnonzero(~policy).tolist()
-    return not barred or not any(am.holds_any(barred) for am in ams if am is not None)
 
 
 class Retriever:
@@ -304,52 +293,26 @@ class Retriever:
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
         if not live:
             return [self._finish(j, None, 0, False) for j in jobs]
-        ams = [jobs[i].am for i in live]
-        his = np.array([am.hi for am in ams if am is not None], dtype=np.intp)
-        starts = np.concatenate(([0], np.cumsum(his)))
-        row_job = np.repeat(np.arange(len(live)), his)
-
-        def cat(name: str) -> NDArray[Any]:
-            return np.concatenate([getattr(am, name)[: am.hi] for am in ams if am is not None])
-
+        ams = [am for am in (jobs[i].am for i in live) if am is not None]
+        crowd = CrowdRows(ams)
+        cat = crowd.column
         layer = cat("layer")
-        policies = [ALL_LAYERS if jobs[i].request.layers is not None
-                    else self._policy[jobs[i].request.purpose] for i in live]
-        statuses = [status_table(jobs[i].request) for i in live]
-        filtered = [n for n, i in enumerate(live) if jobs[i].request.has_filters()]
-        # Tests no row can fail are skipped: every slot below ``hi`` is alive, no deadline
-        # is due, the frame's one layer policy allows every layer the agents hold, no agent
-        # ever held a record that is not active.
-        if all(am.live == am.hi for am in ams if am is not None):
-            mask = np.ones(layer.shape[0], dtype=np.bool_)
-        else:
-            mask = cat("alive")
-        if any(am.min_deadline <= now for am in ams if am is not None):
-            mask &= cat("deadline") > now
-        if all(p is policies[0] for p in policies):  # one layer policy for the frame
-            if not _policy_allows_all(policies[0], ams):
-                mask &= policies[0][layer]
-        else:
-            mask &= np.stack(policies)[row_job, layer]
-        if all(t is ACTIVE_ONLY for t in statuses):  # the usual case: active records only
-            if any(am.inactive_seen for am in ams if am is not None):
-                mask &= cat("status") == 0
-        else:
-            mask &= np.stack(statuses)[row_job, cat("status")]
-        for n in filtered:
-            am = ams[n]
-            assert am is not None
-            mask[starts[n]:starts[n + 1]] &= request_filter_mask(am, jobs[live[n]].request)
-        every = bool(mask.all())  # no gather needed when all rows qualify
+        mask = crowd.mask([jobs[i].request for i in live], self.layer_policy, layer, now)
         slot_of_row: NDArray[np.intp] | None = None  # when every row qualifies: on demand
-        if every:
-            rows, job_of, bounds = None, row_job, starts
-            ramp = np.arange(int(his.max()), dtype=np.intp)
+        selected: NDArray[np.intp] | None = None  # the agent of each qualifying row
+        if mask.all():  # no gather needed when all rows qualify
+            rows, bounds = None, crowd.starts
+            ramp = np.arange(int(crowd.his.max()), dtype=np.intp)
         else:
             rows = np.flatnonzero(mask)
-            job_of = row_job[rows]
-            bounds = np.searchsorted(job_of, np.arange(len(live) + 1))
-            slot_of_row = rows - starts[job_of]
+            selected = crowd.row_agent[rows]
+            bounds = np.searchsorted(selected, np.arange(len(live) + 1))
+            slot_of_row = rows - crowd.starts[selected]
+
+        def job_of() -> NDArray[np.intp]:
+            """The agent (frame position) of each candidate row."""
+            return crowd.row_agent if selected is None else selected
+
         n_rows = mask.shape[0] if rows is None else rows.shape[0]
 
         def slots_between(a: int, b: int) -> NDArray[np.intp]:
@@ -369,9 +332,7 @@ class Retriever:
             a, b = edges[n], edges[n + 1]
             job.candidates = b - a
             if semantic is not None and b > a:
-                am = ams[n]
-                assert am is not None
-                job.term, chosen = semantic(am, slots_between(a, b), job.request)
+                job.term, chosen = semantic(ams[n], slots_between(a, b), job.request)
                 if job.term.rest is not None:  # a preselected large agent: the single path
                     solo[i] = chosen
                     keep[a:b] = False
@@ -382,9 +343,7 @@ class Retriever:
             if job.near is not None and b > a and i not in solo:
                 if prox is None:
                     prox = np.zeros(n_rows, dtype=np.float64)
-                am = ams[n]
-                assert am is not None
-                prox[a:b] = job.proximities(am, slots_between(a, b))
+                prox[a:b] = job.proximities(ams[n], slots_between(a, b))
             kind = (request.purpose, request.strategy, job.pressure,
                     job.term.similarities is not None, job.near is not None)
             index = kinds.get(kind)
@@ -421,7 +380,7 @@ class Retriever:
             if prox is not None and weights[0][4]:
                 score += float(weights[0][4]) * prox
         else:
-            row_kind = np.array(kind_of, dtype=np.intp)[job_of]
+            row_kind = np.array(kind_of, dtype=np.intp)[job_of()]
             w = weights[row_kind]
             score *= w[:, 1]
             score += w[:, 0] * boosted
@@ -439,14 +398,14 @@ class Retriever:
         if solo:  # preselected agents were served alone: leave their rows out
             sizes[[n for n, i in enumerate(live) if i in solo]] = 0
             if slot_of_row is None:
-                slot_of_row = np.arange(n_rows) - starts[job_of]
+                slot_of_row = np.arange(n_rows) - crowd.starts[crowd.row_agent]
             q, keys, tokens, slot_of_row = q[keep], keys[keep], tokens[keep], slot_of_row[keep]
         budgets = np.array([jobs[i].budget for i in live], dtype=np.int64)
         limits = np.array([NO_LIMIT if jobs[i].request.limit is None else jobs[i].request.limit
                            for i in live], dtype=np.int64)
         picked, counts, totals = rank_and_pack_many(
             q, keys, tokens, np.concatenate(([0], np.cumsum(sizes))), budgets, limits)
-        picked_slots = (picked - starts[job_of[picked]] if slot_of_row is None
+        picked_slots = (picked - crowd.starts[crowd.agent_of(picked)] if slot_of_row is None
                         else slot_of_row[picked])
         ends = np.cumsum(counts).tolist()
         packed = zip(ends, counts.tolist(), totals.tolist(), sizes.tolist(), strict=True)
@@ -467,11 +426,11 @@ class Retriever:
         return out
 
     def _crowd_tokens(self, tokens: NDArray[np.int32], jobs: list[Job], live: list[int],
-                      job_of: NDArray[np.intp]) -> NDArray[np.integer[Any]]:
+                      job_of: Callable[[], NDArray[np.intp]]) -> NDArray[np.integer[Any]]:
         """:meth:`packing_tokens` of a frame's rows, each under its own request's pressure.
 
         Rows whose pressure does not compress keep the stored ``int32`` counts (no copy
-        when none does).
+        when none does). ``job_of()`` gives each row's position in ``live``.
         """
         pressures = sorted({jobs[i].pressure for i in live})
         compressing = [p for p in pressures if self.config.scoring.pressure[p].compress]
@@ -481,7 +440,7 @@ class Retriever:
             return self.packing_tokens(tokens, pressures[0])
         out = tokens.astype(np.int64)
         for pressure in compressing:
-            rows = np.array([jobs[i].pressure is pressure for i in live])[job_of]
+            rows = np.array([jobs[i].pressure is pressure for i in live])[job_of()]
             out[rows] = compressed_budgets(out[rows], self._ratio(
                 self.config.scoring.pressure[pressure]))
         return out
