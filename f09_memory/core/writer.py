@@ -344,10 +344,16 @@ class Writer:
             return True
         gone = set(ring.oldest_keys(min(over, ring.live)))
         index = am.dedup_index()
-        texts = self.ingestor.redactor.redact_many([item.content for item in items],
-                                                   count=False)[0]
         return any(index.get(content_fingerprint(item.layer.code, text)) in gone
-                   for item, text in zip(items, texts, strict=True))
+                   for item, text in zip(items, self._stored_texts(items), strict=True))
+
+    def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
+        """The items' texts as they would be stored (redacted in one batch, not counted).
+
+        The items stored are counted when they are built.
+        """
+        return self.ingestor.redactor.redact_many([item.content for item in items],
+                                                  count=False)[0]
 
     def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], now: int, window: int,
                out: list[int], repeats: list[int],
@@ -359,10 +365,7 @@ class Writer:
         counts the later items of the batch that repeat that i-th item (the caller reinforces
         it that many times), so a batch ends as the same items ingested one by one would.
         """
-        # The texts as they would be stored, redacted in one batch and not counted (the
-        # items stored are redacted, and counted, when they are built).
-        texts = self.ingestor.redactor.redact_many([item.content for item in items],
-                                                   count=False)[0]
+        texts = self._stored_texts(items)
         index = am.dedup_index()
         fresh: list[PendingRecord] = []
         seen: dict[tuple[int, int], int] = {}
