@@ -194,10 +194,11 @@ class Redactor:
                     ) -> tuple[list[str], list[tuple[str, ...]] | None]:
         """:meth:`redact` of each text, in order, with the gates checked once for the batch.
 
-        A built-in's batch gate (and its need of a digit) is a necessary condition that
-        holds on the texts joined whenever its gate holds for one of them, so a batch gate
-        that fails rules the pattern out for every text (the usual batch: no ``@``, no
-        ``-``, no digit, none of the key prefixes).
+        Texts redacted before are looked up (:meth:`_result`); the others are redacted
+        with the patterns their batch gates leave. A built-in's batch gate (and its need of
+        a digit) is a necessary condition that holds on the texts joined whenever its gate
+        holds for one of them, so a batch gate that fails rules the pattern out for every
+        text (the usual batch: no ``@``, no ``-``, no digit, none of the key prefixes).
 
         Returns:
             The redacted texts, and each text's labels (``None`` when nothing matched).
@@ -206,6 +207,42 @@ class Redactor:
         """
         if not self.enabled or not texts:
             return list(texts), None
+        memo = self._memo
+        new = [text for text in dict.fromkeys(texts) if text and text not in memo]
+        if new:
+            active = self._batch_patterns(new)
+            found = {text: self._apply(text, active) if active else (text, (), ())
+                     for text in new}
+            if len(found) > _MEMO_MAX:  # a batch larger than the memo is not remembered
+                lookup = found.get
+            else:
+                if len(memo) + len(found) > _MEMO_MAX:
+                    memo.clear()
+                memo.update(found)
+                lookup = memo.get
+        else:
+            lookup = memo.get
+        out: list[str] = []
+        labels: list[tuple[str, ...]] = []
+        any_hit = False
+        counts = self.counts
+        for text in texts:
+            hits: tuple[str, ...] = ()
+            if text:
+                done = lookup(text)
+                if done is None:  # a repeat of a text remembered before this batch
+                    done = self._result(text, self._compiled)
+                text, hits, made = done
+                if made and count:
+                    for label, n in made:
+                        counts[label] += n
+            out.append(text)
+            labels.append(hits)
+            any_hit = any_hit or bool(hits)
+        return out, labels if any_hit else None
+
+    def _batch_patterns(self, texts: Sequence[str]) -> list[CompiledPattern]:
+        """The patterns whose batch gates hold on ``texts`` joined (the others match none)."""
         joined = "\n".join(texts)
         digit: bool | None = None
         active = []
@@ -217,24 +254,7 @@ class Redactor:
                     continue
             if p.batch_gate is None or p.batch_gate(joined):
                 active.append(p)
-        if not active:
-            return list(texts), None
-        out: list[str] = []
-        labels: list[tuple[str, ...]] = []
-        any_hit = False
-        counts = self.counts
-        result = self._result
-        for text in texts:
-            hits: tuple[str, ...] = ()
-            if text:
-                text, hits, made = result(text, active)
-                if made and count:
-                    for label, n in made:
-                        counts[label] += n
-            out.append(text)
-            labels.append(hits)
-            any_hit = any_hit or bool(hits)
-        return out, labels if any_hit else None
+        return active
 
     def redact_lines(self, texts: list[str]) -> list[str]:
         """:meth:`redact_text` of each text, through :meth:`redact_many` (one batch)."""

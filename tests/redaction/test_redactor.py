@@ -157,3 +157,20 @@ def test_a_text_told_again_is_redacted_once_and_counted_each_time() -> None:
         r.redact(f"mail user{i}@example.org")
     assert len(r._memo) <= module._MEMO_MAX
     assert first == r.redact(told) and 10 + module._MEMO_MAX + 5 == r.counts["EMAIL"]
+
+
+def test_a_batch_looks_up_the_texts_it_saw_and_gates_only_the_new_ones() -> None:
+    from f09_memory.redaction import redactor as module
+
+    r = Redactor(["EMAIL", "CARD"])
+    mail, plain = "Mail ana@example.org now.", "Nothing private here."
+    assert ([r.redact(mail)[0], plain], [("EMAIL",), ()]) == r.redact_many([mail, plain])
+    assert 2 == r.counts["EMAIL"]  # one from redact, one from the batch
+    batch = [plain, mail, "Card 4539148803436467 used.", mail]
+    texts, labels = r.redact_many(batch)
+    assert labels == [(), ("EMAIL",), ("CARD",), ("EMAIL",)]
+    assert texts == [r.redact(t)[0] for t in batch] and "4539148803436467" not in texts[2]
+    big = [f"user{i}@example.org" for i in range(module._MEMO_MAX + 1)]
+    assert all(PLACEHOLDER_PREFIX in t for t in r.redact_many(big)[0])
+    assert len(r._memo) <= module._MEMO_MAX  # a batch larger than the memo is not kept
+    assert [r.redact(mail)[0]] == r.redact_many([mail], count=False)[0]
