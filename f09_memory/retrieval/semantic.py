@@ -288,16 +288,41 @@ class SemanticMemory:
             if job.queries:
                 self.queries.add(job.texts, vectors)
                 continue
-            for i, (agent_id, key) in enumerate(job.keys):
-                am = store.get(agent_id)
-                slot = None if am is None else am.slot_of.get(key)
-                if am is None or slot is None or am.embedded.item(slot):
+            done += self._attach_job(store, job.keys, job.texts, vectors)
+        return done
+
+    def _attach_job(self, store: MemoryStore, keys: Sequence[tuple[str, int]],
+                    texts: Sequence[str], vectors: NDArray[np.float32]) -> int:
+        """Attach a job's vectors agent by agent, each agent's in the job's order.
+
+        Only to records still stored as sent and not embedded meanwhile (a changed one is
+        left to a later tick). Returns how many were attached.
+        """
+        rows_of: dict[str, list[int]] = {}
+        for i, (agent_id, _) in enumerate(keys):
+            rows_of.setdefault(agent_id, []).append(i)
+        done = 0
+        for agent_id, rows in rows_of.items():
+            am = store.get(agent_id)
+            if am is None:
+                continue
+            slot_of, embedded, content = am.slot_of, am.embedded, am.content
+            slots: list[int] = []
+            taken: list[int] = []
+            seen: set[int] = set()
+            for i in rows:
+                slot = slot_of.get(keys[i][1])
+                if slot is None or embedded.item(slot) or slot in seen:
                     continue
-                if am.content[slot] != job.texts[i]:
+                seen.add(slot)
+                if content[slot] != texts[i]:
                     self.retry_agents.add(agent_id)
                     continue
-                self.attach(am, slot, key, vectors[i])
-                done += 1
+                slots.append(slot)
+                taken.append(i)
+            if slots:
+                am.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[taken])
+                done += len(slots)
         return done
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
