@@ -123,3 +123,28 @@ def test_in_async_mode_re_embedding_runs_on_the_worker_and_lands_at_its_tick() -
     assert 2 == engine.tick(15).embedded  # their due tick attaches them
     assert all(r.embedding_ref == model.version for r in engine.records("a"))
     assert "MainThread" not in model.threads
+
+
+def test_a_due_job_skips_records_forgotten_or_changed_meanwhile() -> None:
+    """A frame's job attaches each agent's vectors in one block: a record forgotten before
+    the due tick is skipped, one whose text changed is left for a retry (embedded later, with
+    its new text), the others land at the due tick."""
+    model = GatedEmbedder()
+    engine = _engine(model)
+    out = engine.ingest_batch([{"agent_id": agent, "content": f"{agent} saw the {thing}"}
+                               for agent in ("a", "b") for thing in ("mill", "well", "fox")],
+                              now=0)
+    engine.forget([out.ids[0]])
+    engine.update(out.ids[1], content="a saw the burning mill")
+    model.gate.set()
+    report = engine.tick(100)
+    assert 4 == report.embedded  # a's third record and b's three
+    by_id = {r.id: r for agent in ("a", "b") for r in engine.records(agent)}
+    assert by_id[out.ids[1]].embedding_ref is None
+    assert all(by_id[i].embedding_ref for i in out.ids[2:])
+    for now in range(101, 400, 50):  # the changed record is re-embedded by a later tick
+        engine.tick(now)
+    assert engine.get(out.ids[1]).embedding_ref
+    top = engine.retrieve(_req("a saw the burning mill"), now=400).records[0]
+    assert out.ids[1] == top.id and top.embedding_ref
+    engine._check()
