@@ -16,6 +16,9 @@ from f09_memory.protocols import VectorIndex
 
 __all__ = ["AgentVectors"]
 
+_SCALAR_MAX = 8
+"""Most slots marked by scalar stores (more: numpy calls)."""
+
 
 class AgentVectors:
     """Vector and index primitives of :class:`~f09_memory.store.agent.AgentMemory`."""
@@ -73,7 +76,23 @@ class AgentVectors:
             self.embedded[slot] = embedded
 
     def mark_embedded_many(self, slots: NDArray[np.intp]) -> None:
-        """Mark ``slots`` embedded (their digests are recomputed: the flag is part of them)."""
+        """Mark ``slots`` (distinct) embedded; their digests are recomputed.
+
+        The flag is part of a record's digest; a slot not embedded before gets the next
+        ``rev``, in order.
+        """
+        if slots.shape[0] <= _SCALAR_MAX:  # a few slots: scalar stores beat numpy calls
+            embedded, hashed, rev = self.embedded, self.hashed, self.rev
+            for slot in slots.tolist():
+                was = embedded.item(slot)
+                if was or hashed.item(slot):
+                    self._unhash(slot)
+                if not was:
+                    rev[slot] = self.next_rev
+                    self.next_rev += 1
+                    embedded[slot] = True
+            self.dirty = True
+            return
         for slot in slots[self.hashed[slots] | self.embedded[slots]].tolist():
             self._unhash(slot)
         fresh = slots[~self.embedded[slots]]
