@@ -1,8 +1,8 @@
 """The calls about one agent or one record, each forwarded to the agent's shard.
 
 :class:`AgentCalls` is the part of ``ShardedMemoryEngine`` whose every call is answered by
-one shard: ``ingest``, ``ingest_many``, ``update``, ``get``, ``records``, ``recent``,
-``retrieve``, and the social and procedural reads (``opinion``, ``acquaintances``,
+one shard: ``ingest``, ``ingest_many``, ``ingest_claim``, ``update``, ``get``, ``records``,
+``recent``, ``retrieve``, and the social and procedural reads (``opinion``, ``acquaintances``,
 ``procedures``), plus ``interact_many``, whose items each go to their agent's shard (the
 ledger row ``(agent, other)`` is the agent's opinion). A record id names its agent
 (``routing.record_agent``), so a call about a record goes to its agent's shard. Each is one
@@ -24,6 +24,7 @@ from f09_memory.distributed.grouping import Grouper, request_agent
 from f09_memory.distributed.routing import ShardRouter
 from f09_memory.distributed.shadow import DriverShadow
 from f09_memory.errors import InputInvalidError
+from f09_memory.ingestion.claims import Claim, ClaimOutcome
 from f09_memory.procedural.miner import Procedure
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import MemoryRecord
@@ -65,6 +66,24 @@ class AgentCalls:
         ids: list[str] = self._one(agent_id, "write", "ingest_many", agent_id, list(items),
                                    now=now)
         return ids
+
+    def ingest_claim(self, agent_id: str, content: str, claim: Claim, *,
+                     layer: MemoryLayer | str = MemoryLayer.SEMANTIC,
+                     importance: float | None = None, tags: Sequence[str] | None = None,
+                     now: int | None = None) -> ClaimOutcome:
+        """``MemoryEngine.ingest_claim`` on the agent's shard.
+
+        An agent's claims, and what they supersede, are all its own.
+
+        Raises:
+            InputInvalidError: A malformed argument (nothing stored).
+            CapacityExceededError: The agent is at ``max_records_per_agent``.
+        """
+        self._shadow.check_agent(agent_id)
+        outcome: ClaimOutcome = self._one(agent_id, "write", "ingest_claim", agent_id,
+                                          content, claim, layer=layer,
+                                          importance=importance, tags=tags, now=now)
+        return outcome
 
     def update(self, record_id: str, *, importance: float | None = None,
                tags: Sequence[str] | None = None, content: str | None = None) -> MemoryRecord:

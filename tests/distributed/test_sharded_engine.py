@@ -262,3 +262,31 @@ def test_interactions_live_on_the_shard_of_the_agent_whose_opinion_they_are(
                             "kind": "hearsay", "source": "s-b", "chain": ["s-d"]}])
     with pytest.raises(InputInvalidError, match="agent_id"):
         two.interact_many([{"sentiment": 0.2}])
+
+
+def test_claims_are_stored_and_superseded_on_the_agent_s_shard(
+        two: ShardedMemoryEngine) -> None:
+    from f09_memory.ingestion import Claim
+
+    one = MemoryEngine(MemoryConfig(), seed=SEED)
+    start = two.now + 2_000
+    one.tick(start)
+    two.tick(start)
+    calls = [("c-a", "The mill costs 5.", Claim("mill", "costs", "5"), start + 1),
+             ("c-b", "The well is dry.", Claim("well", "state", "dry"), start + 2),
+             ("c-a", "The mill costs 5.", Claim("mill", "costs", "5"), start + 3),
+             ("c-a", "The mill costs 9.", Claim("mill", "costs", "9"), start + 4)]
+    for agent, text, claim, now in calls:
+        assert one.ingest_claim(agent, text, claim, now=now) == two.ingest_claim(
+            agent, text, claim, now=now)
+    outcomes = [engine.ingest_claim("c-a", "The mill costs 9.", Claim("mill", "costs", "9"),
+                                    now=start + 5).action for engine in (one, two)]
+    assert ["reinforced", "reinforced"] == outcomes
+    for agent in ("c-a", "c-b"):
+        assert one.records(agent) == two.records(agent)
+    assert "superseded" in {r.metadata.attributes.get("claimStatus")
+                            for r in two.records("c-a")}
+    with pytest.raises(InputInvalidError):
+        two.ingest_claim("c-a", "", Claim("mill", "costs", "1"), now=start + 6)
+    with pytest.raises(InputInvalidError):
+        two.ingest_claim("", "The mill costs 1.", Claim("mill", "costs", "1"))
