@@ -65,8 +65,11 @@ _WRITES = frozenset({"ingest", "ingest_many", "ingest_batch", "ingest_claim", "i
                      "interact_many", "frame"})
 """The engine methods a driver may call as numbered writes."""
 _READS = frozenset({"get", "records", "recent", "count", "agents", "layer_counts",
-                    "retrieve", "position_of", "opinion", "acquaintances", "procedures"})
+                    "retrieve", "position_of", "opinion", "acquaintances", "procedures",
+                    "nearby"})
 """The engine methods a driver may call as reads (retried freely)."""
+_BUILT_HERE = frozenset({"nearby"})
+"""Reads whose answer is a lazy sequence over this shard's store: sent as a list."""
 
 
 class AppliedOps(KeyedTable):
@@ -339,6 +342,9 @@ class ShardActor:
         """Call the read ``engine.<method>(*args, **kwargs)``."""
         if method not in _READS:
             raise ValueError(f"not a shard read: {method}")
+        if method in _BUILT_HERE:
+            return self._run(wanted, lambda: list(getattr(self.engine, method)(*args,
+                                                                               **kwargs)))
         return self._run(wanted, lambda: getattr(self.engine, method)(*args, **kwargs))
 
     def retrieve_many(self, wanted: tuple[str, ...], requests: Any, trusted: bool,

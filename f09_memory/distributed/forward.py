@@ -2,12 +2,12 @@
 
 :class:`AgentCalls` is the part of ``ShardedMemoryEngine`` whose every call is answered by
 one shard: ``ingest``, ``ingest_many``, ``ingest_claim``, ``update``, ``get``, ``records``,
-``recent``, ``retrieve``, and the social and procedural reads (``opinion``, ``acquaintances``,
-``procedures``), plus ``interact_many``, whose items each go to their agent's shard (the
-ledger row ``(agent, other)`` is the agent's opinion). A record id names its agent
-(``routing.record_agent``), so a call about a record goes to its agent's shard. Each is one
-remote call with the single engine's arguments and result; agent and record ids are checked
-on the driver first (``distributed.shadow``).
+``recent``, ``retrieve``, ``nearby``, and the social and procedural reads (``opinion``,
+``acquaintances``, ``procedures``), plus ``interact_many``, whose items each go to their
+agent's shard (the ledger row ``(agent, other)`` is the agent's opinion). A record id names
+its agent (``routing.record_agent``), so a call about a record goes to its agent's shard.
+Each is one remote call with the single engine's arguments and result; agent and record ids
+are checked on the driver first (``distributed.shadow``).
 
 Not forwarded: a hearsay ``chain`` reads other agents' trust, which lives on their shards
 (``interact_many`` refuses it).
@@ -31,6 +31,7 @@ from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
 from f09_memory.social.interactions import Interaction
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
+from f09_memory.spatial.service import Nearby
 
 __all__ = ["AgentCalls"]
 
@@ -158,6 +159,23 @@ class AgentCalls:
         agent, _ = request_agent(request, 0)
         bundle: RetrievedBundle = self._one(agent, "read", "retrieve", request, now=now)
         return bundle
+
+    def nearby(self, agent_id: str, position: Sequence[float], *, radius: float, k: int,
+               layer: MemoryLayer | str | None = None,
+               now: int | None = None) -> list[Nearby]:
+        """``MemoryEngine.nearby`` on the agent's shard, its records built there.
+
+        Returns:
+            ``Nearby(record, distance)`` pairs, nearest first (a list: the single engine's
+            lazy ``NearbyRecords`` holds its store).
+
+        Raises:
+            InputInvalidError: A bad position, radius, k, layer, agent id or ``now``.
+        """
+        self._shadow.check_agent(agent_id)
+        found: list[Nearby] = self._one(agent_id, "read", "nearby", agent_id, position,
+                                        radius=radius, k=k, layer=layer, now=now)
+        return found
 
     def get(self, record_id: str) -> MemoryRecord:
         """The live record ``record_id`` (from its shard).

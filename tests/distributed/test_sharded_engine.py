@@ -290,3 +290,28 @@ def test_claims_are_stored_and_superseded_on_the_agent_s_shard(
         two.ingest_claim("c-a", "", Claim("mill", "costs", "1"), now=start + 6)
     with pytest.raises(InputInvalidError):
         two.ingest_claim("", "The mill costs 1.", Claim("mill", "costs", "1"))
+
+
+def test_nearby_is_answered_by_the_agent_s_shard(two: ShardedMemoryEngine) -> None:
+    one = MemoryEngine(MemoryConfig(), seed=SEED)
+    start = two.now + 3_000
+    one.tick(start)
+    two.tick(start)
+    places = [("well", 1, 0), ("oak", 3, 4), ("mill", 9, 9), ("gate", -2, 1)]
+    for target in (one, two):
+        for agent in ("n-a", "n-b"):
+            target.ingest_many(agent, [
+                {"content": f"{agent} saw the {name}.", "importance": 0.5,
+                 "metadata": {"spatial": {"x": x, "y": y}}} for name, x, y in places],
+                now=start + 1)
+    for agent in ("n-a", "n-b"):
+        expected = list(one.nearby(agent, (0, 0), radius=6, k=3))
+        got = two.nearby(agent, (0, 0), radius=6, k=3)
+        assert expected == got and 3 == len(got)
+        assert [f"{agent} saw the {p}." for p in ("well", "gate", "oak")] == [
+            n.record.content for n in got]
+    assert [] == two.nearby("n-a", (50, 50), radius=1, k=2)
+    with pytest.raises(InputInvalidError):
+        two.nearby("n-a", (0, 0), radius=-1, k=2)
+    with pytest.raises(InputInvalidError):
+        two.nearby("", (0, 0), radius=1, k=2)
