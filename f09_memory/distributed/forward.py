@@ -2,12 +2,12 @@
 
 :class:`AgentCalls` is the part of ``ShardedMemoryEngine`` whose every call is answered by
 one shard: ``ingest``, ``ingest_many``, ``ingest_claim``, ``update``, ``get``, ``records``,
-``recent``, ``retrieve``, ``nearby``, and the social and procedural reads (``opinion``,
-``acquaintances``, ``procedures``), plus ``interact_many``, whose items each go to their
-agent's shard (the ledger row ``(agent, other)`` is the agent's opinion). A record id names
-its agent (``routing.record_agent``), so a call about a record goes to its agent's shard.
-Each is one remote call with the single engine's arguments and result; agent and record ids
-are checked on the driver first (``distributed.shadow``).
+``recent``, ``retrieve``, ``nearby``, ``hear`` (without a chain), and the social and
+procedural reads (``opinion``, ``acquaintances``, ``procedures``), plus ``interact_many``,
+whose items each go to their agent's shard (the ledger row ``(agent, other)`` is the agent's
+opinion). A record id names its agent (``routing.record_agent``), so a call about a record
+goes to its agent's shard. Each is one remote call with the single engine's arguments and
+result; agent and record ids are checked on the driver first (``distributed.shadow``).
 
 Not forwarded: a hearsay ``chain`` reads other agents' trust, which lives on their shards
 (``interact_many`` refuses it).
@@ -29,7 +29,7 @@ from f09_memory.procedural.miner import Procedure
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
-from f09_memory.social.interactions import Interaction
+from f09_memory.social.interactions import HEARSAY, Interaction
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 from f09_memory.spatial.service import Nearby
 
@@ -130,6 +130,21 @@ class AgentCalls:
         """``MemoryEngine.interact`` on the agent's shard (its opinion of the other)."""
         return self.interact_many([Interaction(agent_id, other_agent_id, sentiment, None,
                                                kind, weight)], now=now)
+
+    def hear(self, agent_id: str, about: str, *, source: str, sentiment: float,
+             chain: Sequence[str] = (), weight: float = 1.0,
+             now: int | None = None) -> list[SocialChanged]:
+        """``MemoryEngine.hear`` on the agent's shard: ``source`` told ``agent_id``.
+
+        The trust discount is ``agent_id``'s own trust in ``source``, on the same shard.
+
+        Raises:
+            InputInvalidError: A ``chain`` (its hops read other agents' trust, which lives
+                on their shards), or what the single engine refuses.
+        """
+        item = {"agent_id": agent_id, "other_agent_id": about, "sentiment": sentiment,
+                "kind": HEARSAY, "weight": weight, "source": source, "chain": list(chain)}
+        return self.interact_many([item], now=now)
 
     def opinion(self, agent_id: str, other_agent_id: str) -> Opinion:
         """``MemoryEngine.opinion`` on the agent's shard."""

@@ -260,6 +260,11 @@ def test_interactions_live_on_the_shard_of_the_agent_whose_opinion_they_are(
     with pytest.raises(InputInvalidError, match="chain"):
         two.interact_many([{"agent_id": "s-a", "other_agent_id": "s-c", "sentiment": 0.2,
                             "kind": "hearsay", "source": "s-b", "chain": ["s-d"]}])
+    heard = [engine.hear("s-a", "s-d", source="s-b", sentiment=-0.6, now=start + 6)
+             for engine in (one, two)]
+    assert heard[0] == heard[1] and one.opinion("s-a", "s-d") == two.opinion("s-a", "s-d")
+    with pytest.raises(InputInvalidError, match="chain"):
+        two.hear("s-a", "s-d", source="s-b", sentiment=0.1, chain=["s-c"])
     with pytest.raises(InputInvalidError, match="agent_id"):
         two.interact_many([{"sentiment": 0.2}])
 
