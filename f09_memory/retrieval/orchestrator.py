@@ -92,6 +92,8 @@ NO_BUDGET = 2**62
 
 _COMPRESSED_MAX = 32_768
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
+_PURPOSE_VALUES = {purpose: purpose.value for purpose in Purpose}
+_PRESSURE_VALUES = {pressure: pressure.value for pressure in PressureState}
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -510,9 +512,9 @@ class Retriever:
             trace.picked, trace.budget, trace.bundle = picked, budget, bundle
         elif self.bus.wants(RetrievalPerformed.name):
             self.bus.emit(RetrievalPerformed(
-                agent_id=request.agent_id, purpose=request.purpose.value,
+                agent_id=request.agent_id, purpose=_PURPOSE_VALUES[request.purpose],
                 candidate_count=candidates, used=len(records), truncated=truncated,
-                pressure_state=pressure.value, compression_applied=compressed,
+                pressure_state=_PRESSURE_VALUES[pressure], compression_applied=compressed,
                 time_ms=elapsed_ms))
         return bundle
 
