@@ -321,7 +321,10 @@ class SemanticMemory:
                 slots.append(slot)
                 taken.append(i)
             if slots:
-                am.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[taken])
+                first, last = taken[0], taken[-1]
+                block = (vectors[first:last + 1] if last - first + 1 == len(taken)
+                         else vectors[taken])  # a frame's items come agent by agent: a run
+                am.attach_vectors(np.asarray(slots, dtype=np.intp), block)
                 done += len(slots)
         return done
 
