@@ -22,7 +22,7 @@ from f09_memory.perception.service import Perception
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.procedural.miner import ProceduralMiner, Procedure, check_procedures_args
 from f09_memory.schema.enums import MemoryLayer
-from f09_memory.social.interactions import HEARSAY, Interaction
+from f09_memory.social.interactions import Interaction, hearsay_item
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 from f09_memory.social.service import SocialService
 from f09_memory.spatial.physics import PhysicsEvent
@@ -169,8 +169,7 @@ class WorldFacade(Journaled):
                 naming the agent, or a bad sentiment or weight (state unchanged).
             CapacityExceededError: The agent's record would pass ``max_records_per_agent``.
         """
-        item = {"agent_id": agent_id, "other_agent_id": about, "sentiment": sentiment,
-                "kind": HEARSAY, "weight": weight, "source": source, "chain": chain}
+        item = hearsay_item(agent_id, about, source, sentiment, chain, weight)
         return self._social.apply([item], self._time(now))
 
     def opinion(self, agent_id: str, other_agent_id: str) -> Opinion:

@@ -29,7 +29,7 @@ from f09_memory.procedural.miner import Procedure
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
-from f09_memory.social.interactions import HEARSAY, Interaction
+from f09_memory.social.interactions import Interaction, hearsay_item
 from f09_memory.social.opinion import AcquaintanceOrder, Opinion
 from f09_memory.spatial.service import Nearby
 
@@ -142,9 +142,8 @@ class AgentCalls:
             InputInvalidError: A ``chain`` (its hops read other agents' trust, which lives
                 on their shards), or what the single engine refuses.
         """
-        item = {"agent_id": agent_id, "other_agent_id": about, "sentiment": sentiment,
-                "kind": HEARSAY, "weight": weight, "source": source, "chain": list(chain)}
-        return self.interact_many([item], now=now)
+        return self.interact_many(
+            [hearsay_item(agent_id, about, source, sentiment, list(chain), weight)], now=now)
 
     def opinion(self, agent_id: str, other_agent_id: str) -> Opinion:
         """``MemoryEngine.opinion`` on the agent's shard."""

@@ -157,10 +157,21 @@ class Redactor:
         """
         done = self._memo.get(text)
         if done is None:
-            if len(self._memo) >= _MEMO_MAX:
-                self._memo.clear()
-            done = self._memo[text] = self._apply(text, patterns)
+            done = self._apply(text, patterns)
+            self._remember({text: done})
         return done
+
+    def _remember(self, found: dict[str, _Redacted]) -> bool:
+        """Keep ``found`` in the memo; False (nothing kept) for more texts than it holds.
+
+        The memo starts over when ``found`` would take it past ``_MEMO_MAX``.
+        """
+        if len(found) > _MEMO_MAX:
+            return False
+        if len(self._memo) + len(found) > _MEMO_MAX:
+            self._memo.clear()
+        self._memo.update(found)
+        return True
 
     def _apply(self, text: str, patterns: Sequence[CompiledPattern]) -> _Redacted:
         """Apply ``patterns`` (each behind its gate) to ``text``.
@@ -213,13 +224,7 @@ class Redactor:
             active = self._batch_patterns(new)
             found = {text: self._apply(text, active) if active else (text, (), ())
                      for text in new}
-            if len(found) > _MEMO_MAX:  # a batch larger than the memo is not remembered
-                lookup = found.get
-            else:
-                if len(memo) + len(found) > _MEMO_MAX:
-                    memo.clear()
-                memo.update(found)
-                lookup = memo.get
+            lookup = memo.get if self._remember(found) else found.get
         else:
             lookup = memo.get
         out: list[str] = []

@@ -14,7 +14,7 @@ submitted again on load.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableSet, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["AsyncEmbedding", "EmbedJob"]
+from f09_memory.store.store import MemoryStore
+
+__all__ = ["AsyncEmbedding", "EmbedJob", "attach_job"]
 
 Embed = Callable[[Sequence[str]], NDArray[np.float32]]
 
@@ -156,3 +158,42 @@ class AsyncEmbedding:
         for job in restored:
             job.future = self._pool().submit(self._embed, job.texts)
             self._queue(job)
+
+
+def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Sequence[str],
+               vectors: NDArray[np.float32], retry: MutableSet[str]) -> int:
+    """Attach a due job's vectors agent by agent, each agent's in the job's order.
+
+    Only to records still stored as sent and not embedded meanwhile; an agent whose record
+    changed its text is added to ``retry`` (a later tick re-embeds it). One block per agent
+    (a slice when its items are a run, as a frame's are). Returns how many were attached.
+    """
+    rows_of: dict[str, list[int]] = {}
+    for i, (agent_id, _) in enumerate(keys):
+        rows_of.setdefault(agent_id, []).append(i)
+    done = 0
+    for agent_id, rows in rows_of.items():
+        am = store.get(agent_id)
+        if am is None:
+            continue
+        slot_of, embedded, content = am.slot_of, am.embedded, am.content
+        slots: list[int] = []
+        taken: list[int] = []
+        seen: set[int] = set()
+        for i in rows:
+            slot = slot_of.get(keys[i][1])
+            if slot is None or embedded.item(slot) or slot in seen:
+                continue
+            seen.add(slot)
+            if content[slot] != texts[i]:
+                retry.add(agent_id)
+                continue
+            slots.append(slot)
+            taken.append(i)
+        if slots:
+            first, last = taken[0], taken[-1]
+            block = (vectors[first:last + 1] if last - first + 1 == len(taken)
+                     else vectors[taken])
+            am.attach_vectors(np.asarray(slots, dtype=np.intp), block)
+            done += len(slots)
+    return done

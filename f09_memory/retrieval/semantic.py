@@ -40,7 +40,7 @@ from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider, VectorIndex
-from f09_memory.retrieval.async_embedding import AsyncEmbedding
+from f09_memory.retrieval.async_embedding import AsyncEmbedding, attach_job
 from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
 from f09_memory.retrieval.orchestrator import exact_similarities
@@ -288,44 +288,7 @@ class SemanticMemory:
             if job.queries:
                 self.queries.add(job.texts, vectors)
                 continue
-            done += self._attach_job(store, job.keys, job.texts, vectors)
-        return done
-
-    def _attach_job(self, store: MemoryStore, keys: Sequence[tuple[str, int]],
-                    texts: Sequence[str], vectors: NDArray[np.float32]) -> int:
-        """Attach a job's vectors agent by agent, each agent's in the job's order.
-
-        Only to records still stored as sent and not embedded meanwhile (a changed one is
-        left to a later tick). Returns how many were attached.
-        """
-        rows_of: dict[str, list[int]] = {}
-        for i, (agent_id, _) in enumerate(keys):
-            rows_of.setdefault(agent_id, []).append(i)
-        done = 0
-        for agent_id, rows in rows_of.items():
-            am = store.get(agent_id)
-            if am is None:
-                continue
-            slot_of, embedded, content = am.slot_of, am.embedded, am.content
-            slots: list[int] = []
-            taken: list[int] = []
-            seen: set[int] = set()
-            for i in rows:
-                slot = slot_of.get(keys[i][1])
-                if slot is None or embedded.item(slot) or slot in seen:
-                    continue
-                seen.add(slot)
-                if content[slot] != texts[i]:
-                    self.retry_agents.add(agent_id)
-                    continue
-                slots.append(slot)
-                taken.append(i)
-            if slots:
-                first, last = taken[0], taken[-1]
-                block = (vectors[first:last + 1] if last - first + 1 == len(taken)
-                         else vectors[taken])  # a frame's items come agent by agent: a run
-                am.attach_vectors(np.asarray(slots, dtype=np.intp), block)
-                done += len(slots)
+            done += attach_job(store, job.keys, job.texts, vectors, self.retry_agents)
         return done
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],

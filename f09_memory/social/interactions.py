@@ -27,7 +27,7 @@ messages name the field and the rule, never the value.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,7 +39,7 @@ from f09_memory.core.frames import indexed
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.ingestion.pipeline import validate_agent_id
 
-__all__ = ["HEARSAY", "Interaction", "ParsedBatch", "parse_interactions"]
+__all__ = ["HEARSAY", "Interaction", "ParsedBatch", "hearsay_item", "parse_interactions"]
 
 HEARSAY = "hearsay"
 """The interaction kind of second-hand evidence."""
@@ -104,6 +104,13 @@ class ParsedBatch:
     chains: list[tuple[str, ...]]
     hearsay: bool
     plain: bool
+
+
+def hearsay_item(agent_id: str, about: str, source: str, sentiment: float,
+                 chain: Sequence[str], weight: float) -> dict[str, object]:
+    """The interaction item of ``engine.hear``: ``source`` told ``agent_id`` about ``about``."""
+    return {"agent_id": agent_id, "other_agent_id": about, "sentiment": sentiment,
+            "kind": HEARSAY, "weight": weight, "source": source, "chain": chain}
 
 
 def _bad(field: str, rule: str) -> InputInvalidError:

@@ -48,6 +48,7 @@ from f09_memory.store.order import AgentOrder
 from f09_memory.store.records import (
     EMPTY_EXTRA,
     NO_DEADLINE,
+    SCALAR_MAX,
     NewRecords,
     RecordExtra,
     Removed,
@@ -74,8 +75,6 @@ STAT_REMOVED = _N_LAYERS + 3
 """Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
 STAT_WIDTH = _N_LAYERS + 4
 """Columns of a survey row."""
-_SCALAR_MAX = 8
-"""Most records a batch stores by scalar stores (more: one numpy write per column)."""
 _VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline", "status",
            "redacted", "tagset", "alive", "rev")
 """Columns also reachable as memoryviews for scalar stores (``tokens`` is not: a host's
@@ -460,7 +459,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         else:
             self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
                                              minlength=_N_LAYERS)
-        if n <= _SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
+        if n <= SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
             key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
                 tagset, alive, revs = self._views
             tokens = self.tokens

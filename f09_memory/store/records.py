@@ -20,6 +20,7 @@ from f09_memory.schema.records import AttributeValue, ProceduralMeta, SocialMeta
 
 __all__ = [
     "CLAIM_STATUSES",
+    "SCALAR_MAX",
     "EMPTY_EXTRA",
     "NO_DEADLINE",
     "STATUS_CODE",
@@ -39,6 +40,10 @@ is superseded by a newer trusted one, or quarantined when a less trusted write c
 STATUS_CODE: dict[str, int] = {name: i for i, name in enumerate(CLAIM_STATUSES)}
 """Status name -> its code in the ``status`` column."""
 
+
+SCALAR_MAX = 8
+"""Most records (or slots) a store method writes by scalar stores: for more, one numpy call
+per column beats a Python loop (one such call costs about as much as ten scalar stores)."""
 
 _SPACES = re.compile(r"\s+")
 

@@ -13,11 +13,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
+from f09_memory.store.records import SCALAR_MAX
 
 __all__ = ["AgentVectors"]
-
-_SCALAR_MAX = 8
-"""Most slots marked by scalar stores (more: numpy calls)."""
 
 
 class AgentVectors:
@@ -81,7 +79,7 @@ class AgentVectors:
         The flag is part of a record's digest; a slot not embedded before gets the next
         ``rev``, in order.
         """
-        if slots.shape[0] <= _SCALAR_MAX:  # a few slots: scalar stores beat numpy calls
+        if slots.shape[0] <= SCALAR_MAX:  # a few slots: scalar stores beat numpy calls
             embedded, hashed, rev = self.embedded, self.hashed, self.rev
             for slot in slots.tolist():
                 was = embedded.item(slot)

@@ -240,12 +240,18 @@ def test_a_whole_frame_in_one_call_per_shard_equals_the_calls_one_by_one(
         two.frame([{"content": "no agent"}], now=start + 20)
 
 
-def test_interactions_live_on_the_shard_of_the_agent_whose_opinion_they_are(
-        two: ShardedMemoryEngine) -> None:
+def _in_step(two: ShardedMemoryEngine, ahead: int) -> tuple[MemoryEngine, int]:
+    """A single engine at the shared module fixture's clock moved ``ahead``, both ticked."""
     one = MemoryEngine(MemoryConfig(), seed=SEED)
-    start = two.now + 1_000
+    start = two.now + ahead
     one.tick(start)
     two.tick(start)
+    return one, start
+
+
+def test_interactions_live_on_the_shard_of_the_agent_whose_opinion_they_are(
+        two: ShardedMemoryEngine) -> None:
+    one, start = _in_step(two, 1_000)
     items = [("s-a", "s-b", 0.8), ("s-b", "s-a", -0.4), ("s-c", "s-a", 0.9),
              {"agent_id": "s-a", "other_agent_id": "s-c", "sentiment": -0.9,
               "kind": "betrayal"}, ("s-a", "s-b", 0.7)]
@@ -273,10 +279,7 @@ def test_claims_are_stored_and_superseded_on_the_agent_s_shard(
         two: ShardedMemoryEngine) -> None:
     from f09_memory.ingestion import Claim
 
-    one = MemoryEngine(MemoryConfig(), seed=SEED)
-    start = two.now + 2_000
-    one.tick(start)
-    two.tick(start)
+    one, start = _in_step(two, 2_000)
     calls = [("c-a", "The mill costs 5.", Claim("mill", "costs", "5"), start + 1),
              ("c-b", "The well is dry.", Claim("well", "state", "dry"), start + 2),
              ("c-a", "The mill costs 5.", Claim("mill", "costs", "5"), start + 3),
@@ -298,10 +301,7 @@ def test_claims_are_stored_and_superseded_on_the_agent_s_shard(
 
 
 def test_nearby_is_answered_by_the_agent_s_shard(two: ShardedMemoryEngine) -> None:
-    one = MemoryEngine(MemoryConfig(), seed=SEED)
-    start = two.now + 3_000
-    one.tick(start)
-    two.tick(start)
+    one, start = _in_step(two, 3_000)
     places = [("well", 1, 0), ("oak", 3, 4), ("mill", 9, 9), ("gate", -2, 1)]
     for target in (one, two):
         for agent in ("n-a", "n-b"):
