@@ -123,7 +123,27 @@ def _calibrate() -> dict[str, float]:
                         for a in range(50) for i in range(100)], now=0)
     embed.set_embedder(HashingEmbedder(dim=384, seed=1))
     out["embed (hashing)"] = _per_unit(embed, 10)
+    out["embed apply (async attach, a crowd's frame)"] = min(_attach_per_unit(k)
+                                                             for k in range(3))
     return out
+
+
+def _attach_per_unit(seed: int) -> float:
+    """A tick attaching a crowd frame's vectors: 150 agents, 1-4 new records each."""
+    engine = MemoryEngine(MemoryConfig(embedding_mode="async", embedding_latency_ms=10),
+                          seed=seed)
+    rng = np.random.default_rng(seed)
+    for step in range(3):  # older records first: the agents' columns are not fresh
+        engine.ingest_batch([{"agent_id": f"a{a:03d}", "content": f"cart {a} at the well {i}"}
+                             for a in range(150) for i in range(int(rng.integers(1, 5)))],
+                            now=step * 20)
+        pending = engine._semantic.pending
+        assert pending is not None
+        for job in list(pending.jobs):
+            job.future.result()  # the worker is done: the tick only attaches
+        if step < 2:
+            engine.tick(step * 20 + 10)
+    return _per_unit(engine, 60)
 
 
 def _summary_kinds() -> dict[str, float]:

@@ -162,6 +162,11 @@ class TickCosts(_ConfigModel):
     embed_apply: PosInt = 200
     """Per vector an async embedding job attaches at a tick: about 1 µs (plus the wait for
     the worker, which the host sizes with ``embedding_latency_ms``)."""
+    embed_apply_agent: PosInt = 2_000
+    """Per agent a tick's async embedding jobs attach vectors to (its records looked up and
+    checked, one block stored, flags and revisions set): about 10 µs (measured in the host
+    loop: 12.7 µs per agent for 2.7 vectors, cold caches). A crowd's jobs touch many agents
+    with a few vectors each, so this term, not ``embed_apply``, is most of their cost."""
     index_insert: PosInt = 100_000
     """Per vector inserted into an HNSW index being built: about 0.5 ms."""
     index_insert_exact: PosInt = 200

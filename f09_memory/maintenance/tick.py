@@ -266,8 +266,8 @@ class Maintenance:
         budget.spend(costs.tick + n * costs.agent
                      + (n * costs.event if report_decay else 0))  # fixed: always paid
         events: list[Any] = []
-        attached = self._semantic.apply_due(state.store, now, events)  # async embedding
-        budget.spend(attached * costs.embed_apply)
+        attached, blocks = self._semantic.apply_due(state.store, now, events)  # async mode
+        budget.spend(attached * costs.embed_apply + blocks * costs.embed_apply_agent)
         summarization = self._summarization
         timed_out = summarization.time_out(now, events)
         applied = summarization.apply_ready(budget, costs, events)

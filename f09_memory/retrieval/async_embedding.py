@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.store.records import SCALAR_MAX
 from f09_memory.store.store import MemoryStore
 
 __all__ = ["AsyncEmbedding", "EmbedJob", "attach_job"]
@@ -161,39 +162,47 @@ class AsyncEmbedding:
 
 
 def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Sequence[str],
-               vectors: NDArray[np.float32], retry: MutableSet[str]) -> int:
+               vectors: NDArray[np.float32], retry: MutableSet[str]) -> tuple[int, int]:
     """Attach a due job's vectors agent by agent, each agent's in the job's order.
 
     Only to records still stored as sent and not embedded meanwhile; an agent whose record
     changed its text is added to ``retry`` (a later tick re-embeds it). One block per agent
-    (a slice when its items are a run, as a frame's are). Returns how many were attached.
+    (a slice when its items are a run, as a frame's are).
+
+    Returns:
+        How many vectors were attached, and how many stored agents the job named (what a
+        tick is charged: ``tick_costs.embed_apply`` and ``embed_apply_agent``).
     """
     rows_of: dict[str, list[int]] = {}
     for i, (agent_id, _) in enumerate(keys):
         rows_of.setdefault(agent_id, []).append(i)
-    done = 0
+    done = agents = 0
+    get = store.get
     for agent_id, rows in rows_of.items():
-        am = store.get(agent_id)
+        am = get(agent_id)
         if am is None:
             continue
-        slot_of, embedded, content = am.slot_of, am.embedded, am.content
+        agents += 1
+        slot_of, embedded, content = am.slot_of, am._flag_views[0], am.content
         slots: list[int] = []
         taken: list[int] = []
-        seen: set[int] = set()
+        few = len(rows) <= SCALAR_MAX  # a repeated key keeps its first row: few rows are
+        seen: set[int] = set()  # checked against the list, many against a set
         for i in rows:
             slot = slot_of.get(keys[i][1])
-            if slot is None or embedded.item(slot) or slot in seen:
+            if slot is None or embedded[slot] or (slot in slots if few else slot in seen):
                 continue
-            seen.add(slot)
             if content[slot] != texts[i]:
                 retry.add(agent_id)
                 continue
             slots.append(slot)
             taken.append(i)
+            if not few:
+                seen.add(slot)
         if slots:
             first, last = taken[0], taken[-1]
             block = (vectors[first:last + 1] if last - first + 1 == len(taken)
                      else vectors[taken])
             am.attach_vectors(np.asarray(slots, dtype=np.intp), block)
             done += len(slots)
-    return done
+    return done, agents

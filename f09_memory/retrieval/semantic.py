@@ -259,17 +259,17 @@ class SemanticMemory:
         assert self.pending is not None
         self.pending.submit([(am.agent_id, key) for am, key in keys], list(texts), now)
 
-    def apply_due(self, store: MemoryStore, now: int, events: list[Any]) -> int:
+    def apply_due(self, store: MemoryStore, now: int, events: list[Any]) -> tuple[int, int]:
         """Attach the vectors of the async jobs due at ``now`` (waiting for the worker).
 
         A record that left the store, was re-embedded meanwhile, or whose content changed is
         skipped (a changed one is re-embedded by a later tick). A failed job is reported
         (``memory:embedding:failed``) and its records retried by later ticks. Returns how
-        many vectors were attached.
+        many vectors were attached and to how many agents' blocks (see :func:`attach_job`).
         """
         if self.pending is None or not self.available:
-            return 0
-        done = 0
+            return 0, 0
+        done = agents = 0
         for job in self.pending.take_due(now):
             assert job.future is not None
             try:
@@ -288,8 +288,11 @@ class SemanticMemory:
             if job.queries:
                 self.queries.add(job.texts, vectors)
                 continue
-            done += attach_job(store, job.keys, job.texts, vectors, self.retry_agents)
-        return done
+            attached, blocks = attach_job(store, job.keys, job.texts, vectors,
+                                          self.retry_agents)
+            done += attached
+            agents += blocks
+        return done, agents
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
                     vectors: NDArray[np.float32]) -> None:

@@ -33,6 +33,9 @@ class AgentVectors:
     index: VectorIndex | None
     index_build: VectorIndex | None
     index_cursor: int
+    _flag_views: tuple[memoryview, memoryview]
+    """Memoryviews of ``embedded`` and ``hashed`` (AgentMemory rebuilds them with the
+    columns): a scalar read or store through one costs a tenth of ``ndarray.item``'s."""
 
     def _unhash(self, slot: int) -> None:
         raise NotImplementedError  # AgentMemory's
@@ -80,16 +83,7 @@ class AgentVectors:
         ``rev``, in order.
         """
         if slots.shape[0] <= SCALAR_MAX:  # a few slots: scalar stores beat numpy calls
-            embedded, hashed, rev = self.embedded, self.hashed, self.rev
-            for slot in slots.tolist():
-                was = embedded.item(slot)
-                if was or hashed.item(slot):
-                    self._unhash(slot)
-                if not was:
-                    rev[slot] = self.next_rev
-                    self.next_rev += 1
-                    embedded[slot] = True
-            self.dirty = True
+            self._mark_embedded(slots.tolist())
             return
         for slot in slots[self.hashed[slots] | self.embedded[slots]].tolist():
             self._unhash(slot)
@@ -100,6 +94,20 @@ class AgentVectors:
         self.embedded[slots] = True
         self.dirty = True
 
+    def _mark_embedded(self, slots: list[int]) -> None:
+        """:meth:`mark_embedded_many` of a few slots, by scalar stores."""
+        embedded, hashed = self._flag_views
+        rev = self.rev
+        for slot in slots:
+            was = embedded[slot]
+            if was or hashed[slot]:
+                self._unhash(slot)
+            if not was:
+                rev[slot] = self.next_rev
+                self.next_rev += 1
+                embedded[slot] = True
+        self.dirty = True
+
     def attach_vectors(self, slots: NDArray[np.intp], vectors: NDArray[np.float32]) -> None:
         """Store the unit vectors of the live ``slots`` and mark them embedded.
 
@@ -107,8 +115,14 @@ class AgentVectors:
         them up in key order). Runtime complexity: O(k) numpy.
         """
         column = self.ensure_vectors(int(vectors.shape[1]))
-        column[slots] = vectors
-        self.mark_embedded_many(slots)
+        if slots.shape[0] <= SCALAR_MAX:  # row stores beat a fancy-indexed one for a few
+            slot_list = slots.tolist()
+            for row, slot in enumerate(slot_list):
+                column[slot] = vectors[row]
+            self._mark_embedded(slot_list)
+        else:
+            column[slots] = vectors
+            self.mark_embedded_many(slots)
         if self.index is not None:
             self.index.add(self.key[slots], vectors)
 

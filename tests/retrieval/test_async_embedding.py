@@ -148,3 +148,28 @@ def test_a_due_job_skips_records_forgotten_or_changed_meanwhile() -> None:
     top = engine.retrieve(_req("a saw the burning mill"), now=400).records[0]
     assert out.ids[1] == top.id and top.embedding_ref
     engine._check()
+
+
+def test_the_due_tick_is_charged_per_vector_and_per_agent_it_attaches_to() -> None:
+    def used(per_vector: int, per_agent: int) -> tuple[int, int]:
+        cfg = MemoryConfig(embedding_dim=16, embedding_mode="async", embedding_latency_ms=10,
+                           tick_costs={"embed_apply": per_vector,
+                                       "embed_apply_agent": per_agent})
+        engine = MemoryEngine(cfg, embedder=HashingEmbedder(16))
+        engine.ingest_batch([{"agent_id": agent, "content": f"{agent} saw the cart {i}"}
+                             for agent, n in (("a", 2), ("b", 1), ("c", 3))
+                             for i in range(n)], now=0)
+        assert 0 == engine.tick(9).embedded  # not due: nothing charged for it
+        report = engine.tick(10)
+        return report.used_units, report.embedded
+
+    base, attached = used(200, 2_000)
+    assert 6 == attached
+    assert 3 * 3_000 == used(200, 5_000)[0] - base  # three agents' blocks
+    assert 6 * 100 == used(300, 2_000)[0] - base  # six vectors
+
+
+def test_a_wrong_attach_cost_is_refused() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(tick_costs={"embed_apply_agent": 0})
+    assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
