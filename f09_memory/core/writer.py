@@ -9,7 +9,7 @@ complete; nobody-listening events are never built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -193,25 +193,43 @@ class Writer:
             Each group's new keys, in order.
         """
         window = self.state.config.dedup_window_ms if anchor is None else 0
-        alone = [self._evicts_a_repeat(am, items) for am, items in groups] if window else []
+        if not window:
+            return self._store(groups, now, events, anchor, 0, None)
+        # The texts dedup compares, as they would be stored: one uncounted redaction pass
+        # for the frame (the items stored are counted when they are built).
+        flat = self._stored_texts([item for _, items in groups for item in items])
+        texts: list[list[str]] = []
+        row = 0
+        for _, items in groups:
+            texts.append(flat[row:row + len(items)])
+            row += len(items)
+        alone = [self._evicts_a_repeat(am, items, group_texts)
+                 for (am, items), group_texts in zip(groups, texts, strict=True)]
         if any(alone):
             # Dedup must see each eviction before the next item: such a group goes one item
             # at a time, in order (the others stay batches: dedup ends alike for them).
             owners: list[int] = []
             parts: list[tuple[AgentMemory, Sequence[PendingRecord]]] = []
+            part_texts: list[list[str]] = []
             for g, (am, items) in enumerate(groups):
-                split = [[item] for item in items] if alone[g] else [items]
-                parts.extend((am, part) for part in split)
-                owners.extend(g for _ in split)
+                if alone[g]:
+                    parts.extend((am, [item]) for item in items)
+                    part_texts.extend([text] for text in texts[g])
+                    owners.extend(g for _ in items)
+                else:
+                    parts.append((am, items))
+                    part_texts.append(texts[g])
+                    owners.append(g)
             merged: list[list[int]] = [[] for _ in groups]
-            for g, keys in zip(owners, self._store(parts, now, events, None, window),
-                               strict=True):
+            for g, keys in zip(owners, self._store(parts, now, events, None, window,
+                                                   part_texts), strict=True):
                 merged[g].extend(keys)
             return merged
-        return self._store(groups, now, events, anchor, window)
+        return self._store(groups, now, events, anchor, window, texts)
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
-               events: list[Any], anchor: int | None, window: int) -> list[list[int]]:
+               events: list[Any], anchor: int | None, window: int,
+               stored_texts: Sequence[list[str]] | None) -> list[list[int]]:
         state = self.state
         tags = state.store.tags
         vocabulary = state.vocabulary
@@ -229,26 +247,14 @@ class Writer:
                 if len(am.slot_of) - am.ring.live > free_below:  # near a cap (see _hold_caps)
                     self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
-        report_updated = window and self.wants(RecordUpdated.name)
-        for am, items in groups if window else ():  # dedup reads the store: group by group
-            placed: list[int] = []
-            repeats: list[int] = []
-            items = self._dedup(am, items, now, window, placed, repeats, events)
-            new, labels = self.ingestor.build_many(
-                items, am.reserve_keys(len(items)), now, vocabulary(am.agent_id), tags, anchor)
-            for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
-                for _ in range(times):
-                    new.importance[i] = reinforced(new.importance[i],
-                                                   state.config.dedup_importance_step)
-                    if report_updated:
-                        events.append(RecordUpdated(
-                            id=am.id_of(new.keys[i]), fields=("importance", "recency_anchor"),
-                            reason="dedup"))
-            results.append([new.keys[-k - 1] if k < 0 else k for k in placed])
-            slots, evicted = am.add_batch(new)
-            capped = []
-            self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
-            added.append((am, new, slots, evicted, labels, capped))
+        else:
+            assert stored_texts is not None
+            for am, new, slots, evicted, labels, placed in self._dedup_groups(
+                    groups, stored_texts, now, window, anchor, events):
+                results.append(placed)
+                capped = []
+                self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
+                added.append((am, new, slots, evicted, labels, capped))
         stored = self.on_stored
         if stored is not None:
             for am, new, *_ in added:
@@ -328,12 +334,61 @@ class Writer:
             chosen = [key for key in victims.tolist() if key != keep][:excess]
             out.extend(am.remove(key) for key in chosen)
 
-    def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord]) -> bool:
+    def _dedup_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
+                      texts: Sequence[list[str]], now: int, window: int, anchor: int | None,
+                      events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, list[int],
+                                                           dict[int, list[Removed]],
+                                                           list[tuple[str, ...]], list[int]]]:
+        """Dedup each group, build what is left, store it; yield each group as stored.
+
+        Yields ``(am, new records, slots, evictions, labels, each item's key)`` per group, in
+        order. When every group is a different agent, the groups are all deduped first and
+        what is left is built in one pass (one redaction and token pass for the frame): an
+        agent's dedup reads only its own records, so each agent sees the same sequence of
+        changes as group by group. A group's events keep their order (its reinforcements,
+        then the repeats inside the batch), and the groups theirs.
+        """
+        state = self.state
+        step = state.config.dedup_importance_step
+        report_updated = self.wants(RecordUpdated.name)
+        if len({id(am) for am, _ in groups}) == len(groups):
+            stages = [list(zip(groups, texts, strict=True))]
+        else:  # an agent in several groups: its later group must see the earlier stored
+            stages = [[pair] for pair in zip(groups, texts, strict=True)]
+        vocabulary = state.vocabulary
+        for stage in stages:
+            deduped = []
+            for (am, items), group_texts in stage:
+                placed: list[int] = []
+                repeats: list[int] = []
+                own: list[Any] = []
+                fresh = self._dedup(am, items, group_texts, now, window, placed, repeats, own)
+                deduped.append((am, fresh, placed, repeats, own))
+            built = self.ingestor.build_groups(
+                [(fresh, am.reserve_keys(len(fresh)), vocabulary(am.agent_id))
+                 for am, fresh, *_ in deduped], now, state.store.tags, anchor)
+            for (am, _, placed, repeats, own), (new, labels) in zip(deduped, built,
+                                                                    strict=True):
+                for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
+                    for _ in range(times):
+                        new.importance[i] = reinforced(new.importance[i], step)
+                        if report_updated:
+                            own.append(RecordUpdated(
+                                id=am.id_of(new.keys[i]),
+                                fields=("importance", "recency_anchor"), reason="dedup"))
+                events.extend(own)
+                slots, evicted = am.add_batch(new)
+                yield am, new, slots, evicted, labels, [
+                    new.keys[-k - 1] if k < 0 else k for k in placed]
+
+    def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord],
+                         texts: Sequence[str]) -> bool:
         """Whether dedup over ``items`` as one batch could end otherwise than item by item.
 
         Only when the batch overflows the episodic ring: an item that repeats a record the
         batch evicts (one of the ring's oldest) must not reinforce it, nor may a repeat of
         the batch's own record that the batch itself evicts (a batch larger than the ring).
+        ``texts`` are the items' texts as stored (:meth:`_stored_texts`).
         """
         ring = am.ring
         episodic = sum(1 for item in items if item.layer is _EPISODIC)
@@ -345,7 +400,7 @@ class Writer:
         gone = set(ring.oldest_keys(min(over, ring.live)))
         index = am.dedup_index()
         return any(index.get(content_fingerprint(item.layer.code, text)) in gone
-                   for item, text in zip(items, self._stored_texts(items), strict=True))
+                   for item, text in zip(items, texts, strict=True))
 
     def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
         """The items' texts as they would be stored (redacted in one batch, not counted).
@@ -355,18 +410,19 @@ class Writer:
         return self.ingestor.redactor.redact_many([item.content for item in items],
                                                   count=False)[0]
 
-    def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], now: int, window: int,
-               out: list[int], repeats: list[int],
+    def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], texts: Sequence[str],
+               now: int, window: int, out: list[int], repeats: list[int],
                events: list[Any]) -> list[PendingRecord]:
         """Reinforce live records that ``items`` repeat; return the items still to store.
 
-        ``out`` receives, per input item, the key of the record it became: an existing key,
-        or ``-(1 + i)`` for the i-th item to store (resolved by the caller); ``repeats[i]``
-        counts the later items of the batch that repeat that i-th item (the caller reinforces
-        it that many times), so a batch ends as the same items ingested one by one would.
+        ``texts`` are the items' texts as stored (:meth:`_stored_texts`). ``out`` receives,
+        per input item, the key of the record it became: an existing key, or ``-(1 + i)``
+        for the i-th item to store (resolved by the caller); ``repeats[i]`` counts the later
+        items of the batch that repeat that i-th item (the caller reinforces it that many
+        times), so a batch ends as the same items ingested one by one would.
         """
-        texts = self._stored_texts(items)
         index = am.dedup_index()
+        slot_of, created, content = am.slot_of, am.created, am.content
         fresh: list[PendingRecord] = []
         seen: dict[tuple[int, int], int] = {}
         for item, text in zip(items, texts, strict=True):
@@ -381,9 +437,10 @@ class Writer:
                 out.append(target)
                 continue
             key = index.get(fp)
-            slot = am.slot_of.get(key) if key is not None else None
-            if key is not None and slot is not None and int(am.created[slot]) > now - window \
-                    and normalized_content(am.content[slot] or "") == normalized_content(text):
+            slot = slot_of.get(key) if key is not None else None
+            if key is not None and slot is not None and created.item(slot) > now - window \
+                    and ((stored := content[slot]) == text  # most repeats are verbatim
+                         or normalized_content(stored or "") == normalized_content(text)):
                 self._reinforce(am, key, now, events)
                 seen[fp] = len(out)
                 out.append(key)

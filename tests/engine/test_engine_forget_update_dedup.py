@@ -264,3 +264,21 @@ def test_dedup_batches_that_overflow_the_ring_end_as_items_one_by_one(seed: int)
                                      now=now).id for item in frame]
         assert batched.state_hash() == single.state_hash()
     batched._check()
+
+
+def test_a_dedup_frame_over_several_agents_reports_each_agents_changes_in_order() -> None:
+    """Agents in id order; per agent its reinforcements of stored records, then the repeats
+    inside the frame; then the records created, in the same agent order."""
+    e = engine(dedup_window_ms=100)
+    e.ingest_batch([{"agent_id": "b", "content": "y"}, {"agent_id": "a", "content": "x"}],
+                   now=1)
+    with capture_events(e.bus, "memory:record:*") as log:
+        ids = e.ingest_batch([{"agent_id": a, "content": t, "importance": 0.5} for a, t in (
+            ("b", "y"), ("a", "x"), ("a", "z"), ("a", "Z "), ("b", "w"))], now=2).ids
+    assert ["b:0000000000", "a:0000000000", "a:0000000001", "a:0000000001",
+            "b:0000000001"] == ids
+    assert [("memory:record:updated", "a:0000000000"), ("memory:record:updated", "a:0000000001"),
+            ("memory:record:updated", "b:0000000000"), ("memory:record:created", "a:0000000001"),
+            ("memory:record:created", "b:0000000001")] == [
+        (ev.name, ev.id) for ev in log.events]
+    assert 0.55 == e.get("a:0000000001").importance  # one reinforcement (step 0.05)
