@@ -30,7 +30,8 @@ _SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")
 _DIGIT = re.compile(r"\d").search
 _ASCII_DIGITS = "0123456789"
 _MEMO_MAX = 4096
-"""Most texts whose redaction a redactor remembers (then it starts over)."""
+"""Most texts in each of the memo's two generations: when the newer one is full it becomes
+the older (the older is dropped), so the texts told lately stay remembered."""
 _Redacted = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
 """A text's redaction: the text, the labels that matched, ``(label, replacements)``."""
 
@@ -63,6 +64,9 @@ class Redactor:
         self._compiled: tuple[CompiledPattern, ...] = compile_patterns(patterns)
         self.counts: dict[str, int] = {p.label: 0 for p in self._compiled}
         self._memo: dict[str, _Redacted] = {}
+        """Texts redacted lately (the newer generation)."""
+        self._older: dict[str, _Redacted] = {}
+        """The generation before: a text found here moves to ``_memo``."""
 
     @classmethod
     def from_config(cls, config: MemoryConfig, *, enabled: bool | None = None) -> Redactor:
@@ -153,23 +157,36 @@ class Redactor:
 
         ``patterns`` may leave out patterns that cannot match ``text`` (a batch gate that
         failed): the result is the same as with all of them, so it is remembered by the
-        text alone. At most ``_MEMO_MAX`` texts, then the memo starts over.
+        text alone.
         """
-        done = self._memo.get(text)
+        done = self._recall(text)
         if done is None:
             done = self._apply(text, patterns)
             self._remember({text: done})
         return done
 
+    def _recall(self, text: str) -> _Redacted | None:
+        """The remembered redaction of ``text`` (moved to the newer generation), or None."""
+        done = self._memo.get(text)
+        if done is None:
+            done = self._older.get(text)
+            if done is not None:
+                if len(self._memo) >= _MEMO_MAX:
+                    self._older, self._memo = self._memo, {}
+                self._memo[text] = done
+        return done
+
     def _remember(self, found: dict[str, _Redacted]) -> bool:
         """Keep ``found`` in the memo; False (nothing kept) for more texts than it holds.
 
-        The memo starts over when ``found`` would take it past ``_MEMO_MAX``.
+        When ``found`` would take the newer generation past ``_MEMO_MAX`` texts, it becomes
+        the older one and a new one starts.
         """
         if len(found) > _MEMO_MAX:
             return False
         if len(self._memo) + len(found) > _MEMO_MAX:
-            self._memo.clear()
+            self._older = self._memo
+            self._memo = {}
         self._memo.update(found)
         return True
 
@@ -218,15 +235,14 @@ class Redactor:
         """
         if not self.enabled or not texts:
             return list(texts), None
-        memo = self._memo
-        new = [text for text in dict.fromkeys(texts) if text and text not in memo]
+        recall = self._recall
+        new = [text for text in dict.fromkeys(texts) if text and recall(text) is None]
+        lookup = self._memo.get
         if new:
             active = self._batch_patterns(new)
             found = {text: self._apply(text, active) if active else (text, (), ())
                      for text in new}
-            lookup = memo.get if self._remember(found) else found.get
-        else:
-            lookup = memo.get
+            lookup = self._memo.get if self._remember(found) else found.get
         out: list[str] = []
         labels: list[tuple[str, ...]] = []
         any_hit = False

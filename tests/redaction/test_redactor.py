@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +175,29 @@ def test_a_batch_looks_up_the_texts_it_saw_and_gates_only_the_new_ones() -> None
     assert all(PLACEHOLDER_PREFIX in t for t in r.redact_many(big)[0])
     assert len(r._memo) <= module._MEMO_MAX  # a batch larger than the memo is not kept
     assert [r.redact(mail)[0]] == r.redact_many([mail], count=False)[0]
+
+
+def test_the_memo_keeps_the_texts_told_lately_across_a_turnover() -> None:
+    from f09_memory.redaction import redactor as module
+
+    r = Redactor(["EMAIL"])
+    told = "Write to ana@example.org."
+    first = r.redact(told)
+    for i in range(module._MEMO_MAX):  # the newer generation fills up and turns over
+        r.redact_many([f"mail user{i}@example.org"])
+    applied: list[str] = []
+    apply = r._apply
+
+    def counting(text: str, patterns: Any) -> Any:
+        applied.append(text)
+        return apply(text, patterns)
+
+    r._apply = counting  # type: ignore[method-assign]
+    assert first == r.redact(told)  # from the older generation, moved to the newer
+    assert [first[0]] == r.redact_many([told])[0]
+    assert [] == applied
+    assert len(r._memo) <= module._MEMO_MAX and len(r._older) <= module._MEMO_MAX
+    for i in range(2 * module._MEMO_MAX):  # two turnovers: it is redacted again
+        r.redact(f"mail other{i}@example.org")
+    assert first == r.redact(told) and told in applied
+    assert 4 + 3 * module._MEMO_MAX == r.counts["EMAIL"]  # each telling counted
