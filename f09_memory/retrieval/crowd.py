@@ -4,10 +4,17 @@ Each agent's slots ``0:hi`` are concatenated in frame order, column by column: a
 holds rows ``starts[n]:starts[n + 1]``, and row ``r`` of it is slot ``r - starts[n]``.
 :meth:`CrowdRows.mask` finds the rows that are candidates for their agent's request in a
 few numpy passes over the whole frame, skipping each test no row can fail.
+
+A host asks for the same crowd frame after frame, and between two frames most agents do
+not change. :class:`FrameColumns` keeps the last frame's concatenated columns: the next
+frame over the same agents (same objects, same order, same ``hi``) copies in only the
+segments of the agents that changed (an agent's ``next_rev`` moves with every change of
+its records). The kept columns are read-only, so no frame can change them by mistake.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +25,54 @@ from f09_memory.retrieval.filters import ACTIVE_ONLY, request_filter_mask, statu
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 
-__all__ = ["CrowdRows"]
+__all__ = ["CrowdRows", "FrameColumns"]
+
+
+class FrameColumns:
+    """The concatenated columns of the last frame's agents (see the module docstring).
+
+    Holds at most one frame: about 40 bytes per row for the columns a frame reads.
+    """
+
+    def __init__(self) -> None:
+        self._ams: list[AgentMemory] = []
+        self._his: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._revs: list[int] = []
+        self._columns: dict[str, NDArray[Any]] = {}
+        self._stale: dict[str, list[int]] = {}
+        """Per kept column, the agents (frame positions) whose segment is out of date."""
+
+    def start(self, ams: Sequence[AgentMemory], his: NDArray[np.intp]) -> None:
+        """Begin a frame over ``ams`` (their ``hi`` in ``his``): keep what still holds."""
+        revs = [am.next_rev for am in ams]
+        same = (len(ams) == len(self._ams) and all(map(operator.is_, ams, self._ams))
+                and bool(np.array_equal(his, self._his)))
+        if not same:
+            self._columns.clear()
+            self._stale.clear()
+        elif revs != self._revs:
+            changed = [n for n, (a, b) in enumerate(zip(revs, self._revs, strict=True))
+                       if a != b]
+            for name in self._columns:
+                self._stale.setdefault(name, []).extend(changed)
+        self._ams, self._his, self._revs = list(ams), his, revs
+
+    def column(self, name: str, starts: NDArray[np.intp]) -> NDArray[Any]:
+        """Column ``name`` of the frame's agents, concatenated (read-only)."""
+        ams = self._ams
+        found = self._columns.get(name)
+        if found is None:
+            found = np.concatenate([getattr(am, name)[: am.hi] for am in ams])
+            found.flags.writeable = False
+            self._columns[name] = found
+            return found
+        stale = self._stale.pop(name, None)
+        if stale:
+            found.flags.writeable = True
+            for n in dict.fromkeys(stale):
+                found[starts[n]:starts[n + 1]] = getattr(ams[n], name)[: ams[n].hi]
+            found.flags.writeable = False
+        return found
 
 
 class CrowdRows:
@@ -26,14 +80,18 @@ class CrowdRows:
 
     Args:
         ams: The frame's agents (each with at least one live record), in frame order.
+        kept: Where the last frame's columns are kept (None: nothing is kept).
     """
 
-    def __init__(self, ams: Sequence[AgentMemory]) -> None:
+    def __init__(self, ams: Sequence[AgentMemory], kept: FrameColumns | None = None) -> None:
         self.ams = ams
         self.his = np.array([am.hi for am in ams], dtype=np.intp)
         self.starts: NDArray[np.intp] = np.concatenate(([0], np.cumsum(self.his)))
         """Agent ``n``'s first row; the last entry is the number of rows."""
         self._row_agent: NDArray[np.intp] | None = None
+        self._kept = kept
+        if kept is not None:
+            kept.start(ams, self.his)
 
     @property
     def rows(self) -> int:
@@ -53,7 +111,12 @@ class CrowdRows:
         return agents
 
     def column(self, name: str) -> NDArray[Any]:
-        """The agents' column ``name`` (an ``AgentMemory`` column), concatenated."""
+        """The agents' column ``name`` (an ``AgentMemory`` column), concatenated.
+
+        Read-only when kept for the next frame: copy it before changing it.
+        """
+        if self._kept is not None:
+            return self._kept.column(name, self.starts)
         return np.concatenate([getattr(am, name)[: am.hi] for am in self.ams])
 
     def mask(self, requests: Sequence[RetrievalRequest],
@@ -72,7 +135,7 @@ class CrowdRows:
         """
         ams = self.ams
         mask = (np.ones(layer.shape[0], dtype=np.bool_)
-                if all(am.live == am.hi for am in ams) else self.column("alive"))
+                if all(am.live == am.hi for am in ams) else self.column("alive").copy())
         if any(am.min_deadline <= now for am in ams):
             mask &= self.column("deadline") > now
         policies = [policy_of(request) for request in requests]

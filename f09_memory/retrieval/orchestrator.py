@@ -45,7 +45,7 @@ from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
-from f09_memory.retrieval.crowd import CrowdRows
+from f09_memory.retrieval.crowd import CrowdRows, FrameColumns
 from f09_memory.retrieval.filters import ALL_LAYERS, candidate_mask
 from f09_memory.retrieval.job import (
     Job,
@@ -119,6 +119,8 @@ class Retriever:
         self.counter = counter
         self._build = build
         self._compressed: dict[tuple[str, tuple[float, str, bool]], dict[int, MemoryRecord]] = {}
+        self._frame = FrameColumns()
+        """The last crowd frame's columns (``retrieve_many`` reuses the unchanged agents')."""
         self._compressed_count = 0
         self._compressed_texts: dict[tuple[str, float, str, tuple[str, ...], int],
                                      tuple[str, int]] = {}
@@ -296,7 +298,7 @@ class Retriever:
         if not live:
             return [self._finish(j, None, 0, False) for j in jobs]
         ams = [am for am in (jobs[i].am for i in live) if am is not None]
-        crowd = CrowdRows(ams)
+        crowd = CrowdRows(ams, self._frame)
         cat = crowd.column
         layer = cat("layer")
         mask = crowd.mask([jobs[i].request for i in live], self.layer_policy, layer, now)

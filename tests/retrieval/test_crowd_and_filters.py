@@ -221,3 +221,37 @@ def test_recent_returns_the_newest_first_and_builds_only_those() -> None:
     with pytest.raises(MemoryEngineError) as info:
         engine.recent("a", -1)
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_frame_after_frame_the_kept_columns_follow_every_change(seed: int) -> None:
+    """Consecutive frames over the same crowd reuse the unchanged agents' columns; every
+    kind of change between two frames (new records, a forgotten one, an update, a claim,
+    a TTL expiry, a new embedder) shows in the next frame as in ``retrieve``."""
+    rng = np.random.default_rng(seed)
+    engine = crowd(seed)
+    frame = requests()
+    for step in range(12):
+        now = 1_000 + step * 100
+        many = engine.retrieve_many(frame, now=now)
+        assert [bundle_hash(b) for b in many] == [
+            bundle_hash(engine.retrieve(r, now=now)) for r in frame], step
+        agent = f"npc-{int(rng.integers(12)):02d}"
+        kind = step % 6
+        if kind == 0:
+            engine.ingest(agent, f"{WORDS[step]} at the gate {step}.", importance=0.9, now=now)
+        elif kind == 1:
+            engine.forget([engine.recent(agent, 1)[0].id])
+        elif kind == 2:
+            engine.update(engine.recent(agent, 3)[-1].id, importance=1.0, tags=["moved"])
+        elif kind == 3:
+            engine.ingest_claim("npc-00", f"The mill costs {step}.", _claim(str(step)),
+                                now=now)
+        elif kind == 4:
+            engine.tick(now + 600)  # past the TTLs
+        else:
+            engine.ingest_batch([{"agent_id": f"npc-{a:02d}", "content": f"rain {step}"}
+                                 for a in range(0, 12, 3)], now=now)
+    reordered = frame[::-1]  # another order: the columns are built again
+    assert [bundle_hash(b) for b in engine.retrieve_many(reordered, now=3_000)] == [
+        bundle_hash(engine.retrieve(r, now=3_000)) for r in reordered]
