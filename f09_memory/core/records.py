@@ -70,8 +70,10 @@ class RecordReader:
         self.store = store
         self._version = version
         self._capacity = capacity
-        self._cache: dict[str, dict[int, tuple[int, MemoryRecord]]] = {}
-        """Per agent: slot -> (rev, record); an entry counts only while the rev matches."""
+        self._cache: dict[str, tuple[dict[int, int], dict[int, MemoryRecord]]] = {}
+        """Per agent: slot -> rev and slot -> record; an entry counts only while the rev
+        matches. Two maps, not one of pairs: the revs' map holds no object the garbage
+        collector visits, and no pair per record is kept."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
@@ -113,12 +115,12 @@ class RecordReader:
         self._last.clear()
         self._cached = 0
 
-    def _agent_cache(self, agent_id: str) -> dict[int, tuple[int, MemoryRecord]]:
+    def _agent_cache(self, agent_id: str) -> tuple[dict[int, int], dict[int, MemoryRecord]]:
         if self._cached >= self._capacity:
             self.clear()
         cache = self._cache.get(agent_id)
         if cache is None:
-            cache = self._cache[agent_id] = {}
+            cache = self._cache[agent_id] = ({}, {})
         return cache
 
     def build(self, am: AgentMemory, slot: int) -> MemoryRecord:
@@ -126,15 +128,17 @@ class RecordReader:
         cache = self._cache.get(am.agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(am.agent_id)
+        revs, records = cache
         rev = am.rev.item(slot)
-        hit = cache.get(slot)
-        if hit is not None and hit[0] == rev:
-            return hit[1]
+        held = revs.get(slot)
+        if held == rev:
+            return records[slot]
         record = self._make(am, slot, am.key.item(slot),
                             self._version() if am.embedded.item(slot) else None)
-        if hit is None:
+        if held is None:
             self._cached += 1
-        cache[slot] = (rev, record)  # replaces what the slot held before (freed memory)
+        revs[slot] = rev  # replaces what the slot held before (freed memory)
+        records[slot] = record
         return record
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
@@ -190,6 +194,7 @@ class RecordReader:
         cache = self._cache.get(agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(agent_id)
+        revs, records = cache
         record = _new_record({
             "id": f"{agent_id}:{key:010d}",
             "layer": layer,
@@ -206,9 +211,10 @@ class RecordReader:
             "redacted": redacted,
             "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         })
-        if slot not in cache:
+        if slot not in revs:
             self._cached += 1
-        cache[slot] = (am.rev.item(slot), record)
+        revs[slot] = am.rev.item(slot)
+        records[slot] = record
         return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
@@ -222,22 +228,23 @@ class RecordReader:
         last = self._last.get(am.agent_id)
         if last is not None and last[0] == am.next_rev and last[1] == picked:
             return list(last[2])
-        cache = self._agent_cache(am.agent_id)
+        held, records = self._agent_cache(am.agent_id)
         slot_list = slots.tolist()
         revs = am.rev[slots].tolist()
         out: list[MemoryRecord | None] = [
-            hit[1] if hit is not None and hit[0] == rev else None
-            for hit, rev in zip(map(cache.get, slot_list), revs, strict=True)]
+            records[slot] if have == rev else None
+            for slot, have, rev in zip(slot_list, map(held.get, slot_list), revs, strict=True)]
         if not all(out):  # a record object is always true: only misses are None
             version = self._version()
             make = self._make
             for i in [i for i, record in enumerate(out) if record is None]:
                 slot = slot_list[i]
-                if slot not in cache:
+                if slot not in held:
                     self._cached += 1
                 record = make(am, slot, am.key.item(slot),
                               version if am.embedded.item(slot) else None)
-                cache[slot] = (revs[i], record)
+                held[slot] = revs[i]
+                records[slot] = record
                 out[i] = record
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]

@@ -183,14 +183,14 @@ def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Seque
         if am is None:
             continue
         agents += 1
-        slot_of, embedded, content = am.slot_of, am._flag_views[0], am.content
+        slot_of, embedded, content = am.slot_of, am.embedded, am.content
         slots: list[int] = []
         taken: list[int] = []
         few = len(rows) <= SCALAR_MAX  # a repeated key keeps its first row: few rows are
         seen: set[int] = set()  # checked against the list, many against a set
         for i in rows:
             slot = slot_of.get(keys[i][1])
-            if slot is None or embedded[slot] or (slot in slots if few else slot in seen):
+            if slot is None or embedded.item(slot) or (slot in slots if few else slot in seen):
                 continue
             if content[slot] != texts[i]:
                 retry.add(agent_id)

@@ -225,8 +225,6 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
         # Memoryviews of the _VIEWED columns, rebuilt with them: a scalar store through one
         # costs about half a numpy scalar store.
         self._views: tuple[Any, ...] = tuple(memoryview(getattr(self, name)) for name in _VIEWED)
-        flags: tuple[Any, Any] = (self.embedded, self.hashed)  # numpy's stubs: no Buffer
-        self._flag_views = (memoryview(flags[0]), memoryview(flags[1]))
         content = np.empty(capacity, dtype=object)
         content[: self.capacity] = self.content
         self.content = content

@@ -33,9 +33,6 @@ class AgentVectors:
     index: VectorIndex | None
     index_build: VectorIndex | None
     index_cursor: int
-    _flag_views: tuple[memoryview, memoryview]
-    """Memoryviews of ``embedded`` and ``hashed`` (AgentMemory rebuilds them with the
-    columns): a scalar read or store through one costs a tenth of ``ndarray.item``'s."""
 
     def _unhash(self, slot: int) -> None:
         raise NotImplementedError  # AgentMemory's
@@ -96,11 +93,10 @@ class AgentVectors:
 
     def _mark_embedded(self, slots: list[int]) -> None:
         """:meth:`mark_embedded_many` of a few slots, by scalar stores."""
-        embedded, hashed = self._flag_views
-        rev = self.rev
+        embedded, hashed, rev = self.embedded, self.hashed, self.rev
         for slot in slots:
-            was = embedded[slot]
-            if was or hashed[slot]:
+            was = embedded.item(slot)
+            if was or hashed.item(slot):
                 self._unhash(slot)
             if not was:
                 rev[slot] = self.next_rev

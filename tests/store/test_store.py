@@ -179,3 +179,25 @@ def test_an_agent_holds_no_per_record_container_the_garbage_collector_visits() -
     assert all(n < 100 for n in visited.values()), visited
     ring_state = am.ring.get_state()
     assert len(ring_state) == 3_000 and not gc.is_tracked(am.content)
+
+
+def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
+    """Records handed back are cached by slot; the cache adds no GC-tracked object of its
+    own per record (its rev map holds only ints, so the collector skips it)."""
+    import gc
+
+    from f09_memory import MemoryConfig, MemoryEngine
+
+    engine = MemoryEngine(MemoryConfig(), embedder=None, seed=0)
+    engine.ingest_many("a", [f"word {i}." for i in range(1_000)], now=1)
+    records = engine.records("a")
+    gc.collect()
+    revs, cached = engine._reader._cache["a"]
+    assert len(revs) == len(cached) == len(records) == 1_000
+    assert not gc.is_tracked(revs)
+    assert all(cached[slot] is record for slot, record in zip(
+        sorted(cached), records, strict=True))
+    tracked_before = len(gc.get_objects())
+    engine.records("a")  # served from the cache: nothing new is kept
+    gc.collect()
+    assert len(gc.get_objects()) <= tracked_before + 10
