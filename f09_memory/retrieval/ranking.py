@@ -99,10 +99,13 @@ def rank_and_pack(
     n = int(q.shape[0])
     if n < FULL_SORT_BELOW:
         return _full(q, keys, tokens, budget, limit)
-    mean = max(1.0, float(tokens.mean()) if mean_tokens is None else mean_tokens)
-    k = min(n, max(PREFIX_MIN, int(min(2.0 * budget / mean, 2**40))))
-    if limit is not None:
-        k = min(k, max(limit, 1))
+    if limit is not None and limit <= PREFIX_MIN:  # the prefix is the limit, whatever fits
+        k = min(n, max(limit, 1))
+    else:
+        mean = max(1.0, float(tokens.mean()) if mean_tokens is None else mean_tokens)
+        k = min(n, max(PREFIX_MIN, int(min(2.0 * budget / mean, 2**40))))
+        if limit is not None:
+            k = min(k, limit)
     if k >= n // 2:
         return _full(q, keys, tokens, budget, limit)
     neg = -q
