@@ -9,7 +9,8 @@ A host asks for the same crowd frame after frame, and between two frames most ag
 not change. :class:`FrameColumns` keeps the last frame's concatenated columns: the next
 frame over the same agents (same objects, same order, same ``hi``) copies in only the
 segments of the agents that changed (an agent's ``next_rev`` moves with every change of
-its records). The kept columns are read-only, so no frame can change them by mistake.
+its records), or concatenates afresh when many did. The kept columns are read-only, so no
+frame can change them by mistake.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 
 __all__ = ["CrowdRows", "FrameColumns"]
+
+_PATCH_SHARE = 4
+"""Kept columns are patched while at most one agent in this many changed, else rebuilt."""
 
 
 class FrameColumns:
@@ -47,12 +51,13 @@ class FrameColumns:
         revs = [am.next_rev for am in ams]
         same = (len(ams) == len(self._ams) and all(map(operator.is_, ams, self._ams))
                 and bool(np.array_equal(his, self._his)))
-        if not same:
+        changed = [] if not same or revs == self._revs else [
+            n for n, (a, b) in enumerate(zip(revs, self._revs, strict=True)) if a != b]
+        if not same or len(changed) * _PATCH_SHARE > len(ams):
+            # Other agents, or so many changed that one concatenation beats copying theirs
             self._columns.clear()
             self._stale.clear()
-        elif revs != self._revs:
-            changed = [n for n, (a, b) in enumerate(zip(revs, self._revs, strict=True))
-                       if a != b]
+        elif changed:
             for name in self._columns:
                 self._stale.setdefault(name, []).extend(changed)
         self._ams, self._his, self._revs = list(ams), his, revs
