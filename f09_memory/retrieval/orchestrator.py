@@ -137,9 +137,13 @@ class Retriever:
         self._profiles = config.scoring.pressure
 
     def clear(self) -> None:
-        """Drop the compressed records cached by revision (the store was restored)."""
+        """Drop what is cached for the store: compressed records, the last frame's columns.
+
+        Called when the store was restored.
+        """
         self._compressed.clear()
         self._compressed_count = 0
+        self._frame = FrameColumns()
 
     def _weights_for(
         self, purpose: Purpose, strategy: Strategy, pressure: PressureState, semantic: bool,
