@@ -87,7 +87,7 @@ class SummaryOutcome:
         Raises:
             MemoryEngineError: ``data`` is malformed (``MEMORY_INPUT_INVALID``).
         """
-        raw = cast(Mapping[str, Any], data)  # unchecked JSON: each field is converted below
+        raw = cast("Mapping[str, Any]", data)  # unchecked JSON: each field is converted below
         try:
             path = raw["path"]
             text = raw["summaryText"]
