@@ -1,17 +1,19 @@
 """Frames: the items of one ``ingest_batch`` call, validated and grouped by agent.
 
-A frame of plain items (each a dict of ``agent_id``, ``content`` and optionally
-``importance``, ASCII text within the limits) is checked column by column
-(:func:`~f09_memory.ingestion.pipeline.simple_batch`, C-level passes over the frame); any
-other frame is checked item by item, the first bad item raising with its index. Both apply
-the same checks (the engine's size limits, valid text) and give the same groups. Whether a
-new agent id may be created (capacity, private data) is the writer's check, after grouping.
+A frame's plain items (each a dict of ``agent_id``, ``content`` and optionally
+``importance``, ``layer``, ``tags`` and ``flagged``, ASCII text within the limits) are
+checked column by column (:func:`~f09_memory.ingestion.pipeline.simple_batch`, C-level
+passes over the frame), and its other items (metadata, a TTL, a source event) one by one;
+if a plain item fails a column check, the whole frame is checked item by item, the first
+bad item raising with its index. Both ways apply the same checks (the engine's size
+limits, valid text) and give the same groups. Whether a new agent id may be created
+(capacity, private data) is the writer's check, after grouping.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.ingestion.pipeline import (
@@ -58,13 +60,18 @@ def group_frame(items: Iterable[Any],
     frame = simple_batch(items, limits)
     if frame is None:
         return groups, _group_items(items, groups, limits)
-    owners, pendings = frame
-    for agent_id, pending in zip(owners, pendings, strict=True):
+    agent_ids, pendings = frame
+    owners: list[str] = []
+    own = owners.append
+    for i, (agent_id, pending) in enumerate(zip(agent_ids, pendings, strict=True)):
+        if agent_id is None or pending is None:  # an item with metadata, a TTL, ...
+            agent_id, pending = _validated(cast(list[Any], items)[i], i, limits)
         group = find(agent_id)
         if group is None:
             groups[agent_id] = [pending]
         else:
             group.append(pending)
+        own(agent_id)
     return groups, owners
 
 
@@ -83,16 +90,7 @@ def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
                     not agent_id.isascii()):  # other text: the full check (surrogates)
                 pending = None
         if pending is None:
-            try:
-                if not isinstance(raw, Mapping):
-                    raise InputInvalidError(
-                        "item must be a mapping with 'agent_id' and 'content'",
-                        details={"field": "item"})
-                body = dict(raw)
-                agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
-                pending = validate_mapping(body, limits)
-            except MemoryEngineError as exc:
-                raise indexed(exc, i) from None
+            agent_id, pending = _validated(raw, i, limits)
         group = find(agent_id)
         if group is None:
             groups[agent_id] = [pending]
@@ -100,3 +98,17 @@ def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
             group.append(pending)
         own(agent_id)
     return owners
+
+
+def _validated(raw: Any, i: int, limits: ItemLimits) -> tuple[str, PendingRecord]:
+    """The full validation of the ``i``-th item: its agent id, then the rest."""
+    try:
+        if not isinstance(raw, Mapping):
+            raise InputInvalidError(
+                "item must be a mapping with 'agent_id' and 'content'",
+                details={"field": "item"})
+        body = dict(raw)
+        agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
+        return agent_id, validate_mapping(body, limits)
+    except MemoryEngineError as exc:
+        raise indexed(exc, i) from None

@@ -387,37 +387,80 @@ def simple_pending(item: object, batch: bool = False,
     return pending
 
 
-_FRAME_KEYS = frozenset({"agent_id", "content", "importance"})
+_FRAME_KEYS = frozenset({"agent_id", "content", "importance", "layer", "tags", "flagged"})
+_FRAME_KEYS_EXTRA = frozenset({"layer", "tags", "flagged"})
 _NONE_OR_FLOAT = frozenset({type(None), float})
 _STR = frozenset({str})
+_BOOL = frozenset({bool})
 _DICT = frozenset({dict})
+_TAG_KINDS = frozenset({type(None), list, tuple})
+_ABSENT = object()
 _get_content = operator.itemgetter("content")
 _get_agent = operator.itemgetter("agent_id")
 _is_given = functools.partial(operator.is_not, None)
 
 
-def simple_batch(items: object, limits: ItemLimits = DEFAULT_LIMITS,
-                 ) -> tuple[list[str], list[PendingRecord]] | None:
-    """Each item's agent id and :func:`simple_pending`, for a frame of plain items at once.
+def _frame_layers(values: list[object]) -> list[MemoryLayer] | None:
+    """Each item's layer (``_ABSENT``: episodic), or None if one is not a layer's value."""
+    out: list[MemoryLayer] = []
+    for value in values:
+        if value is _ABSENT:
+            out.append(_EPISODIC)
+        elif type(value) is MemoryLayer:
+            out.append(value)
+        else:
+            found = _LAYER_BY_VALUE.get(value) if type(value) is str else None
+            if found is None:
+                return None
+            out.append(found)
+    return out
 
-    The hot path of ``ingest_batch``: a list of dicts with ``agent_id``, ``content`` and
-    optionally ``importance`` and no other key is checked column by column, with C-level
-    passes instead of a call per item. ``None`` means "check item by item" (some item is not
-    of that shape, or fails a check below); an accepted frame gives, per item, the same
-    ``PendingRecord`` as ``simple_pending(item, True, limits)`` and an agent id that
-    ``validate_agent_id(agent_id, limits.agent_id)`` returns unchanged. The checks are
-    those two functions' fast paths: ASCII text within ``limits`` only (other text goes to
-    the full validation, which rejects lone surrogates). Raises nothing.
+
+def _frame_tags(values: list[Any], limits: ItemLimits) -> list[tuple[str, ...]] | None:
+    """Each item's tag tuple, or None unless every tag is clean ASCII within the limits.
+
+    A tag with spaces to strip, or any other shape, is left to the item-by-item path.
     """
-    if type(items) is not list or not items or set(map(type, items)) != _DICT or not all(
-            map(_FRAME_KEYS.issuperset, items)):
+    if not _TAG_KINDS.issuperset(map(type, values)):
         return None
+    lists = [tags for tags in values if tags]
+    if lists:
+        flat = list(itertools.chain.from_iterable(lists))
+        if set(map(type, flat)) != _STR or not all(flat) or max(map(len, lists)) > (
+                limits.tags) or max(map(len, flat)) > limits.tag or not all(
+                map(str.isascii, flat)) or list(map(str.strip, flat)) != flat:
+            return None
+    return [() if not tags else tuple(tags) if len(tags) == 1 else tuple(dict.fromkeys(tags))
+            for tags in values]
+
+
+def simple_batch(items: object, limits: ItemLimits = DEFAULT_LIMITS,
+                 ) -> tuple[list[str | None], list[PendingRecord | None]] | None:
+    """Each item's agent id and :func:`simple_pending`, for a frame checked column by column.
+
+    The hot path of ``ingest_batch``: a list of dicts is checked with C-level passes over
+    each field instead of a call per item. An item with only the keys ``agent_id``,
+    ``content`` and optionally ``importance``, ``layer``, ``tags`` and ``flagged`` is
+    checked here; any other item (metadata, a TTL, a source event) gets ``None`` in both
+    lists, for the caller's full validation. ``None`` for the whole frame means "check item
+    by item" (no item of that shape, or one fails a check below). An accepted item gives
+    the same ``PendingRecord`` as ``simple_pending(item, True, limits)`` and an agent id that
+    ``validate_agent_id(agent_id, limits.agent_id)`` returns unchanged. The checks are those
+    two functions' fast paths: ASCII text within ``limits`` only (other text goes to the
+    full validation, which rejects lone surrogates). Raises nothing.
+    """
+    if type(items) is not list or not items or set(map(type, items)) != _DICT:
+        return None
+    plain = list(map(_FRAME_KEYS.issuperset, items))
+    if not any(plain):
+        return None
+    rows: list[dict[str, Any]] = items if all(plain) else list(itertools.compress(items, plain))
     try:
-        contents = list(map(_get_content, items))
-        agent_ids = list(map(_get_agent, items))
+        contents = list(map(_get_content, rows))
+        agent_ids = list(map(_get_agent, rows))
     except KeyError:
         return None
-    importances = list(map(dict.get, items, itertools.repeat("importance")))
+    importances = list(map(dict.get, rows, itertools.repeat("importance")))
     if set(map(type, contents)) != _STR or not all(contents) or any(
             map(str.isspace, contents)) or max(map(len, contents)) > limits.content or not all(
             map(str.isascii, contents)):
@@ -430,12 +473,31 @@ def simple_batch(items: object, limits: ItemLimits = DEFAULT_LIMITS,
     given: list[float] = list(filter(_is_given, importances))  # type: ignore[arg-type]
     if given and (any(map(math.isnan, given)) or min(given) < 0.0 or max(given) > 1.0):
         return None
-    n = len(items)
+    n = len(rows)
+    layers: Iterable[MemoryLayer] = itertools.repeat(_EPISODIC, n)
+    tags: Iterable[tuple[str, ...]] = itertools.repeat((), n)
+    flags: Iterable[bool] = itertools.repeat(False, n)
+    if any(map(_FRAME_KEYS_EXTRA.intersection, rows)):
+        found_layers = _frame_layers(
+            list(map(dict.get, rows, itertools.repeat("layer"), itertools.repeat(_ABSENT))))
+        found_tags = _frame_tags(list(map(dict.get, rows, itertools.repeat("tags"))), limits)
+        found_flags = list(map(dict.get, rows, itertools.repeat("flagged"),
+                               itertools.repeat(False)))
+        if found_layers is None or found_tags is None or not _BOOL.issuperset(
+                map(type, found_flags)):
+            return None
+        layers, tags, flags = found_layers, found_tags, found_flags
     pending = list(map(tuple.__new__, itertools.repeat(PendingRecord, n), zip(
-        contents, itertools.repeat(_EPISODIC, n), importances, itertools.repeat((), n),
-        itertools.repeat(None, n), itertools.repeat(None, n), itertools.repeat(False, n),
-        itertools.repeat(None, n), strict=True)))
-    return agent_ids, pending
+        contents, layers, importances, tags, itertools.repeat(None, n),
+        itertools.repeat(None, n), flags, itertools.repeat(None, n), strict=True)))
+    if n == len(items):
+        return list[str | None](agent_ids), list[PendingRecord | None](pending)
+    all_agents: list[str | None] = [None] * len(items)
+    all_pending: list[PendingRecord | None] = [None] * len(items)
+    for row, i in enumerate(itertools.compress(range(len(items)), plain)):
+        all_agents[i] = agent_ids[row]
+        all_pending[i] = pending[row]
+    return all_agents, all_pending
 
 
 class Ingestor:

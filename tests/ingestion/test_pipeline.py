@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from f09_memory.core.frames import _group_items, group_frame
 from f09_memory.errors import MemoryEngineError
 from f09_memory.ingestion.pipeline import (
     DEFAULT_LIMITS,
@@ -149,6 +150,68 @@ def test_simple_batch_takes_only_a_non_empty_list_of_plain_dicts() -> None:
     assert simple_batch((item,)) is None
     assert simple_batch(iter([item])) is None
     assert simple_batch([]) is None
-    assert simple_batch([item, {"agent_id": "npc", "content": "x", "layer": "semantic"}]) is None
     assert simple_batch([item, ["not", "a", "mapping"]]) is None
     assert simple_batch([{"content": "x", "importance": 0.25}]) is None
+    rich = {"agent_id": "npc", "content": "x", "layer": "semantic", "tags": ["a", "b", "a"],
+            "flagged": True}
+    assert (["npc", "npc"], [simple_pending(item, True), simple_pending(rich, True)]) == (
+        simple_batch([item, rich]))
+    other = {"agent_id": "npc", "content": "x", "ttl": 5}  # left to the full validation
+    assert (["npc", None], [simple_pending(item, True), None]) == simple_batch([item, other])
+    assert simple_batch([other]) is None
+    for bad in ({**rich, "layer": None}, {**rich, "layer": "dream"}, {**rich, "tags": "a"},
+                {**rich, "tags": [" a"]}, {**rich, "tags": ["caf\u00e9"]},
+                {**rich, "tags": ["a", 1]}, {**rich, "flagged": 1}):
+        assert simple_batch([item, bad, other]) is None  # the frame goes item by item
+
+
+RICH_ITEMS = st.fixed_dictionaries(
+    {"agent_id": st.sampled_from([*AGENT_IDS[:4], 7, "\u00e9mile"])},
+    optional={
+        "content": st.sampled_from([*CONTENTS[:3], "", "caf\u00e9", None]),
+        "importance": st.sampled_from([0.5, None, 1.5]),
+        "layer": st.sampled_from(["semantic", "episodic", "social", None, "dream",
+                                  MemoryLayer.PROCEDURAL]),
+        "tags": st.sampled_from([None, [], ["t"], ["t", "u", "t"], ("a",), [" t"], ["\u00e9"],
+                                 ["t"] * 3, ["long-tag"], "t", [1], [""]]),
+        "flagged": st.sampled_from([True, False, None, 1]),
+        "ttl": st.sampled_from([5, 0]),
+        "metadata": st.sampled_from([{"attributes": {"with": "npc-2"}}, {"bad": 1}]),
+        "source_event": st.sampled_from(["e1", 3]),
+    },
+)
+
+
+VALID_ITEMS = st.fixed_dictionaries(
+    {"agent_id": st.sampled_from(AGENT_IDS[:3]), "content": st.sampled_from(CONTENTS[:2])},
+    optional={
+        "importance": st.sampled_from([0.5, None]),
+        "layer": st.sampled_from(["semantic", "episodic", MemoryLayer.SOCIAL]),
+        "tags": st.sampled_from([None, [], ["t"], ["t", "u", "t"], ("a",)]),
+        "flagged": st.booleans(),
+        "ttl": st.just(5),
+        "metadata": st.just({"attributes": {"with": "npc-2"}}),
+    },
+)
+"""Mostly valid items: frames of them take the column path (with some items left to the
+full validation); RICH_ITEMS mixed in make some frames fall back."""
+
+
+def _grouped(items: list[Any], limits: ItemLimits, fast: bool) -> Any:
+    groups: dict[str, list[Any]] = {}
+    try:
+        if fast:
+            return group_frame(items, limits)
+        return groups, _group_items(items, groups, limits)
+    except MemoryEngineError as exc:
+        return exc.code, exc.details.get("index"), exc.message
+
+
+@settings(max_examples=400)
+@given(st.lists(st.one_of(VALID_ITEMS, VALID_ITEMS, VALID_ITEMS, RICH_ITEMS), min_size=1,
+                max_size=6), st.sampled_from([DEFAULT_LIMITS, SMALL]))
+def test_a_frame_checked_by_columns_groups_as_item_by_item(items: list[Any],
+                                                            limits: ItemLimits) -> None:
+    """Plain items checked by columns and the others in full: the same groups, or the same
+    error about the same item, as checking every item in turn."""
+    assert _grouped(items, limits, True) == _grouped(items, limits, False)
