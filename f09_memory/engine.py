@@ -40,7 +40,7 @@ from f09_memory.errors import (
     InputInvalidError,
 )
 from f09_memory.ingestion.claims import Claim, ClaimOutcome
-from f09_memory.ingestion.pipeline import Ingestor, validate_agent_id, validate_item
+from f09_memory.ingestion.pipeline import Ingestor
 from f09_memory.ingestion.typed_extraction import (
     TypedExtractionPrompt,
     TypedExtractionResult,
@@ -48,6 +48,7 @@ from f09_memory.ingestion.typed_extraction import (
     parse_typed_memories,
     typed_memory_items,
 )
+from f09_memory.ingestion.validation import validate_agent_id, validate_item
 from f09_memory.introspection.service import Introspector
 from f09_memory.maintenance.tick import Maintenance, TickReport
 from f09_memory.packing.tokens import HeuristicTokenCounter

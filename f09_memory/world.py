@@ -16,7 +16,8 @@ from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory.bus import SocialChanged
 from f09_memory.core.records import IngestedRecords
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import Ingestor, validate_agent_id
+from f09_memory.ingestion.pipeline import Ingestor
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.perception.events import EngineEvent
 from f09_memory.perception.service import Perception
 from f09_memory.persistence.journal import Journaled, journaled

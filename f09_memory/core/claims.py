@@ -15,7 +15,7 @@ from f09_memory.core.records import RecordReader
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError
 from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
-from f09_memory.ingestion.pipeline import validate_item
+from f09_memory.ingestion.validation import validate_item
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.store.records import STATUS_CODE, RecordExtra
 

@@ -2,7 +2,7 @@
 
 A frame's plain items (each a dict of ``agent_id``, ``content`` and optionally
 ``importance``, ``layer``, ``tags`` and ``flagged``, ASCII text within the limits) are
-checked column by column (:func:`~f09_memory.ingestion.pipeline.simple_batch`, C-level
+checked column by column (:func:`~f09_memory.ingestion.validation.simple_batch`, C-level
 passes over the frame), and its other items (metadata, a TTL, a source event) one by one;
 if a plain item fails a column check, the whole frame is checked item by item, the first
 bad item raising with its index. Both ways apply the same checks (the engine's size
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
-from f09_memory.ingestion.pipeline import (
+from f09_memory.ingestion.validation import (
     ItemLimits,
     PendingRecord,
     simple_batch,

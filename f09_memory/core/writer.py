@@ -32,8 +32,8 @@ from f09_memory.errors import (
     MemoryEngineError,
     RecordNotFoundError,
 )
-from f09_memory.ingestion.pipeline import (
-    Ingestor,
+from f09_memory.ingestion.pipeline import Ingestor
+from f09_memory.ingestion.validation import (
     PendingRecord,
     simple_pending,
     validate_agent_id,

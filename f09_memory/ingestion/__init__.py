@@ -1,19 +1,13 @@
 """Ingestion (index 3): validate, redact, estimate tokens, score importance, build records.
 
-Modules: ``pipeline`` (validate_item, validate_mapping, Ingestor, PendingRecord),
+Modules: ``validation`` (validate_item, validate_mapping, PendingRecord, the frame
+checks), ``pipeline`` (Ingestor: validated items to column values),
 ``claims`` (Claim, ClaimOutcome, TRUST: supersession of structured claims),
 ``typed_extraction`` (seed 002: the extraction prompt and the typed-memory parser).
 """
 
 from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
-from f09_memory.ingestion.pipeline import (
-    ITEM_FIELDS,
-    Ingestor,
-    PendingRecord,
-    validate_agent_id,
-    validate_item,
-    validate_mapping,
-)
+from f09_memory.ingestion.pipeline import Ingestor
 from f09_memory.ingestion.typed_extraction import (
     TypedExtractionPrompt,
     TypedExtractionResult,
@@ -22,6 +16,13 @@ from f09_memory.ingestion.typed_extraction import (
     build_typed_extraction_prompt,
     parse_typed_memories,
     typed_memory_tags,
+)
+from f09_memory.ingestion.validation import (
+    ITEM_FIELDS,
+    PendingRecord,
+    validate_agent_id,
+    validate_item,
+    validate_mapping,
 )
 
 __all__ = [

@@ -26,7 +26,7 @@ from f09_memory._owner import ThreadOwner, owned_by_thread
 from f09_memory._validate import check_now, parse_layer
 from f09_memory.core.state import EngineState
 from f09_memory.errors import InputInvalidError, RecordNotFoundError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.introspection.captures import AgentCapture, CaptureRing, capture_agent
 from f09_memory.introspection.diff import compare
 from f09_memory.introspection.explain import explanation

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from f09_memory._validate import MAX_LOGICAL_TIME
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import InputInvalidError, SnapshotInvalidError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer, PressureState
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import CLAIM_STATUSES, record_id

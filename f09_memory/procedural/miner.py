@@ -40,7 +40,7 @@ from f09_memory.config.procedural import ProceduralSettings
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import CapacityExceededError, InputInvalidError, MemoryEngineError
-from f09_memory.ingestion.pipeline import validate_item
+from f09_memory.ingestion.validation import validate_item
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.procedural.actions import (
     action_at,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.runtime.categories import MomentCategory
 from f09_memory.runtime.heartbeat import (
     category_layers,

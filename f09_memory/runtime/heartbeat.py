@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.runtime.categories import MomentCategory
 from f09_memory.runtime.key_moments import KeyMoment, detect_key_moments
 from f09_memory.runtime.turns import (

@@ -32,7 +32,7 @@ from numbers import Real
 from typing import TYPE_CHECKING, Final
 
 from f09_memory.errors import InputInvalidError, TokenBudgetUndefinedError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.runtime.topics import extract_topic_slug
 from f09_memory.runtime.turns import check_count, check_now
 from f09_memory.schema.enums import Purpose, Strategy

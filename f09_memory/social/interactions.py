@@ -37,7 +37,7 @@ from f09_memory._validate import check_now
 from f09_memory.config.social import SocialSettings
 from f09_memory.core.frames import indexed
 from f09_memory.errors import InputInvalidError, MemoryEngineError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 
 __all__ = ["HEARSAY", "Interaction", "ParsedBatch", "hearsay_item", "parse_interactions"]
 

@@ -29,7 +29,7 @@ from f09_memory.bus import SocialChanged
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import CapacityExceededError, InputInvalidError
-from f09_memory.ingestion.pipeline import validate_agent_id
+from f09_memory.ingestion.validation import validate_agent_id
 from f09_memory.schema.base import trusted
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata, SocialMeta

@@ -40,7 +40,7 @@ from f09_memory.config.config import TickCosts
 from f09_memory.core.state import EngineState
 from f09_memory.core.writer import Writer
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import PendingRecord, validate_agent_id, validate_item
+from f09_memory.ingestion.validation import PendingRecord, validate_agent_id, validate_item
 from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.persistence.journal import Journaled, journaled
 from f09_memory.protocols import LLMClient

@@ -36,7 +36,7 @@ from typing import Any, Final, NamedTuple
 from f09_memory._validate import is_text
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import InputInvalidError
-from f09_memory.ingestion.pipeline import DEFAULT_LIMITS, ItemLimits
+from f09_memory.ingestion.validation import DEFAULT_LIMITS, ItemLimits
 
 __all__ = [
     "KEYWORD_TAG_PREFIX",

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.core.frames import group_frame
 from f09_memory.errors import ErrorCode, MemoryEngineError
-from f09_memory.ingestion.pipeline import (
+from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
     validate_agent_id,

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from f09_memory.core.frames import _group_items, group_frame
 from f09_memory.errors import MemoryEngineError
-from f09_memory.ingestion.pipeline import (
+from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
     simple_batch,
