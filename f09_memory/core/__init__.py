@@ -1,7 +1,8 @@
 """Core: the engine's explicit state and the services that change it.
 
 Modules: ``state`` (EngineState: store, clock, pressure, cursors, vocabularies), ``writer``
-(Writer: the write path, crowd batches, update, forget, ingest dedup), ``frames``
+(Writer: the write path, crowd batches, update, forget), ``dedup`` (IngestDedup: a
+repeat within the dedup window reinforces its record), ``frames``
 (group_frame: an ``ingest_batch`` frame validated and grouped by agent), ``claims``
 (ingest_claim: reinforcement, supersession, quarantine), ``records`` (RecordReader,
 IngestedRecords: records built at the boundary), ``digest`` (the incremental state hash, split into

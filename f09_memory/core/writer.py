@@ -9,7 +9,7 @@ complete; nobody-listening events are never built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from f09_memory.bus import (
     RecordRedacted,
     RecordUpdated,
 )
+from f09_memory.core.dedup import IngestDedup
 from f09_memory.core.frames import group_frame, indexed
 from f09_memory.core.records import IngestedRecords, RecordReader
 from f09_memory.core.state import EngineState
@@ -48,11 +49,9 @@ from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import (
     NewRecords,
     Removed,
-    content_fingerprint,
-    normalized_content,
 )
 
-__all__ = ["Writer", "reinforced"]
+__all__ = ["Writer"]
 
 logger = logging.getLogger("f09_memory")
 _EPISODIC = MemoryLayer.EPISODIC
@@ -65,11 +64,6 @@ _TAGS = {"memory:record:created": "[MEM][CREATE]", "memory:record:redacted": "[M
                                                     "late")], "[MEM][SUMMARY]")}
 # Their ``reason`` is outside text (the host's, an adapter's exception): never logged.
 _FREE_TEXT_REASON = frozenset({"memory:summarization:failed", "memory:embedding:failed"})
-
-
-def reinforced(importance: float, step: float) -> float:
-    """Importance after one dedup reinforcement: ``+ step``, capped at 1 (6 decimals)."""
-    return min(1.0, round(importance + step, 6))
 
 
 class Writer:
@@ -102,6 +96,7 @@ class Writer:
         bound = int(self._hard[2].min()) if codes.shape[0] else np.iinfo(np.int64).max
         self._free_below = -1 if _EPISODIC.code in codes.tolist() else bound
         self._dedup_on = bool(state.config.dedup_window_ms)
+        self._dedup = IngestDedup(state, ingestor, self.wants)
         self._limit = state.config.max_records_per_agent
         self.on_stored: Callable[[AgentMemory, NewRecords], None] | None = None
         """Called with each agent's new records that carry metadata or a source event,
@@ -195,37 +190,14 @@ class Writer:
         window = self.state.config.dedup_window_ms if anchor is None else 0
         if not window:
             return self._store(groups, now, events, anchor, 0, None)
-        # The texts dedup compares, as they would be stored: one uncounted redaction pass
-        # for the frame (the items stored are counted when they are built).
-        flat = self._stored_texts([item for _, items in groups for item in items])
-        texts: list[list[str]] = []
-        row = 0
-        for _, items in groups:
-            texts.append(flat[row:row + len(items)])
-            row += len(items)
-        alone = [self._evicts_a_repeat(am, items, group_texts)
-                 for (am, items), group_texts in zip(groups, texts, strict=True)]
-        if any(alone):
-            # Dedup must see each eviction before the next item: such a group goes one item
-            # at a time, in order (the others stay batches: dedup ends alike for them).
-            owners: list[int] = []
-            parts: list[tuple[AgentMemory, Sequence[PendingRecord]]] = []
-            part_texts: list[list[str]] = []
-            for g, (am, items) in enumerate(groups):
-                if alone[g]:
-                    parts.extend((am, [item]) for item in items)
-                    part_texts.extend([text] for text in texts[g])
-                    owners.extend(g for _ in items)
-                else:
-                    parts.append((am, items))
-                    part_texts.append(texts[g])
-                    owners.append(g)
-            merged: list[list[int]] = [[] for _ in groups]
-            for g, keys in zip(owners, self._store(parts, now, events, None, window,
-                                                   part_texts), strict=True):
-                merged[g].extend(keys)
-            return merged
-        return self._store(groups, now, events, anchor, window, texts)
+        parts, texts, owners = self._dedup.plan(groups)
+        stored = self._store(parts, now, events, None, window, texts)
+        if owners is None:
+            return stored
+        merged: list[list[int]] = [[] for _ in groups]
+        for g, keys in zip(owners, stored, strict=True):
+            merged[g].extend(keys)
+        return merged
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
                events: list[Any], anchor: int | None, window: int,
@@ -249,8 +221,8 @@ class Writer:
                 added.append((am, new, slots, evicted, labels, capped))
         else:
             assert stored_texts is not None
-            for am, new, slots, evicted, labels, placed in self._dedup_groups(
-                    groups, stored_texts, now, window, anchor, events):
+            for am, new, slots, evicted, labels, placed in self._dedup.store(
+                    groups, stored_texts, now, window, events):
                 results.append(placed)
                 capped = []
                 self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
@@ -333,133 +305,6 @@ class Writer:
             victims = self._compactor.select(am, code, now, excess + (keep is not None))
             chosen = [key for key in victims.tolist() if key != keep][:excess]
             out.extend(am.remove(key) for key in chosen)
-
-    def _dedup_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
-                      texts: Sequence[list[str]], now: int, window: int, anchor: int | None,
-                      events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, list[int],
-                                                           dict[int, list[Removed]],
-                                                           list[tuple[str, ...]], list[int]]]:
-        """Dedup each group, build what is left, store it; yield each group as stored.
-
-        Yields ``(am, new records, slots, evictions, labels, each item's key)`` per group, in
-        order. When every group is a different agent, the groups are all deduped first and
-        what is left is built in one pass (one redaction and token pass for the frame): an
-        agent's dedup reads only its own records, so each agent sees the same sequence of
-        changes as group by group. A group's events keep their order (its reinforcements,
-        then the repeats inside the batch), and the groups theirs.
-        """
-        state = self.state
-        step = state.config.dedup_importance_step
-        report_updated = self.wants(RecordUpdated.name)
-        if len({id(am) for am, _ in groups}) == len(groups):
-            stages = [list(zip(groups, texts, strict=True))]
-        else:  # an agent in several groups: its later group must see the earlier stored
-            stages = [[pair] for pair in zip(groups, texts, strict=True)]
-        vocabulary = state.vocabulary
-        for stage in stages:
-            deduped = []
-            for (am, items), group_texts in stage:
-                placed: list[int] = []
-                repeats: list[int] = []
-                own: list[Any] = []
-                fresh = self._dedup(am, items, group_texts, now, window, placed, repeats, own)
-                deduped.append((am, fresh, placed, repeats, own))
-            built = self.ingestor.build_groups(
-                [(fresh, am.reserve_keys(len(fresh)), vocabulary(am.agent_id))
-                 for am, fresh, *_ in deduped], now, state.store.tags, anchor)
-            for (am, _, placed, repeats, own), (new, labels) in zip(deduped, built,
-                                                                    strict=True):
-                for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
-                    for _ in range(times):
-                        new.importance[i] = reinforced(new.importance[i], step)
-                        if report_updated:
-                            own.append(RecordUpdated(
-                                id=am.id_of(new.keys[i]),
-                                fields=("importance", "recency_anchor"), reason="dedup"))
-                events.extend(own)
-                slots, evicted = am.add_batch(new)
-                yield am, new, slots, evicted, labels, [
-                    new.keys[-k - 1] if k < 0 else k for k in placed]
-
-    def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord],
-                         texts: Sequence[str]) -> bool:
-        """Whether dedup over ``items`` as one batch could end otherwise than item by item.
-
-        Only when the batch overflows the episodic ring: an item that repeats a record the
-        batch evicts (one of the ring's oldest) must not reinforce it, nor may a repeat of
-        the batch's own record that the batch itself evicts (a batch larger than the ring).
-        ``texts`` are the items' texts as stored (:meth:`_stored_texts`).
-        """
-        ring = am.ring
-        episodic = sum(1 for item in items if item.layer is _EPISODIC)
-        over = ring.live + episodic - ring.capacity
-        if len(items) < 2 or over <= 0:
-            return False
-        if episodic > ring.capacity:
-            return True
-        gone = set(ring.oldest_keys(min(over, ring.live)))
-        index = am.dedup_index()
-        return any(index.get(content_fingerprint(item.layer.code, text)) in gone
-                   for item, text in zip(items, texts, strict=True))
-
-    def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
-        """The items' texts as they would be stored (redacted in one batch, not counted).
-
-        The items stored are counted when they are built.
-        """
-        return self.ingestor.redactor.redact_many([item.content for item in items],
-                                                  count=False)[0]
-
-    def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], texts: Sequence[str],
-               now: int, window: int, out: list[int], repeats: list[int],
-               events: list[Any]) -> list[PendingRecord]:
-        """Reinforce live records that ``items`` repeat; return the items still to store.
-
-        ``texts`` are the items' texts as stored (:meth:`_stored_texts`). ``out`` receives,
-        per input item, the key of the record it became: an existing key, or ``-(1 + i)``
-        for the i-th item to store (resolved by the caller); ``repeats[i]`` counts the later
-        items of the batch that repeat that i-th item (the caller reinforces it that many
-        times), so a batch ends as the same items ingested one by one would.
-        """
-        index = am.dedup_index()
-        slot_of, created, content = am.slot_of, am.created, am.content
-        fresh: list[PendingRecord] = []
-        seen: dict[tuple[int, int], int] = {}
-        for item, text in zip(items, texts, strict=True):
-            fp = content_fingerprint(item.layer.code, text)
-            earlier = seen.get(fp)
-            if earlier is not None:  # a repeat inside the batch
-                target = out[earlier]
-                if target < 0:
-                    repeats[-target - 1] += 1
-                else:
-                    self._reinforce(am, target, now, events)
-                out.append(target)
-                continue
-            key = index.get(fp)
-            slot = slot_of.get(key) if key is not None else None
-            if key is not None and slot is not None and created.item(slot) > now - window \
-                    and ((stored := content[slot]) == text  # most repeats are verbatim
-                         or normalized_content(stored or "") == normalized_content(text)):
-                self._reinforce(am, key, now, events)
-                seen[fp] = len(out)
-                out.append(key)
-                continue
-            seen[fp] = len(out)
-            out.append(-(1 + len(fresh)))
-            fresh.append(item)
-            repeats.append(0)
-        return fresh
-
-    def _reinforce(self, am: AgentMemory, key: int, now: int, events: list[Any]) -> None:
-        """One dedup reinforcement: importance + step (capped at 1), anchor moved to now."""
-        slot = am.slot_of[key]
-        am.update(key, importance=reinforced(float(am.importance[slot]),
-                                             self.state.config.dedup_importance_step),
-                  anchor=max(now, int(am.anchor[slot])))
-        if self.wants(RecordUpdated.name):
-            events.append(RecordUpdated(id=am.id_of(key), fields=("importance", "recency_anchor"),
-                                        reason="dedup"))
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""

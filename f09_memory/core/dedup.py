@@ -1,0 +1,218 @@
+"""Ingest dedup (``MemoryConfig.dedup_window_ms``): a repeat reinforces, not a copy.
+
+An item whose normalized text (per layer) matches a live record created within the window
+reinforces that record (importance + ``dedup_importance_step``, capped at 1; recency anchor
+moved to now; ``memory:record:updated`` reason ``dedup``) instead of adding a copy; a repeat
+inside the batch reinforces the batch's own record. A frame ends as its items ingested one
+by one would: :meth:`IngestDedup.plan` splits the groups for which a batch could end
+otherwise, :meth:`IngestDedup.store` dedups, builds and stores them. The writer
+(``core.writer``) calls both and does the rest of a store (caps, embedding, events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from f09_memory.bus import RecordUpdated
+from f09_memory.core.state import EngineState
+from f09_memory.ingestion.pipeline import Ingestor
+from f09_memory.ingestion.validation import PendingRecord
+from f09_memory.schema.enums import MemoryLayer
+from f09_memory.store.agent import AgentMemory
+from f09_memory.store.records import (
+    NewRecords,
+    Removed,
+    content_fingerprint,
+    normalized_content,
+)
+
+__all__ = ["Group", "IngestDedup", "reinforced"]
+
+_EPISODIC = MemoryLayer.EPISODIC
+Group = tuple[AgentMemory, Sequence[PendingRecord]]
+"""One agent's items of a store, in order."""
+
+
+def reinforced(importance: float, step: float) -> float:
+    """Importance after one dedup reinforcement: ``+ step``, capped at 1 (6 decimals)."""
+    return min(1.0, round(importance + step, 6))
+
+
+class IngestDedup:
+    """The dedup part of the write path.
+
+    Args:
+        state: The engine state (the store, the config's step, the vocabularies).
+        ingestor: Redacts texts to compare and builds what is left to store.
+        wants: Whether an event would reach anyone (the writer's).
+    """
+
+    def __init__(self, state: EngineState, ingestor: Ingestor,
+                 wants: Callable[[str], bool]) -> None:
+        self.state = state
+        self.ingestor = ingestor
+        self.wants = wants
+
+    def plan(self, groups: Sequence[Group]
+             ) -> tuple[Sequence[Group], list[list[str]], list[int] | None]:
+        """The groups as dedup must store them, with their texts as stored.
+
+        The frame's texts are redacted once, uncounted (the items stored are counted when
+        they are built). A group that overflows its agent's episodic ring with a repeat of
+        a record the frame evicts goes one item at a time, in order (dedup must see each
+        eviction before the next item); the others stay batches: dedup ends alike for them.
+
+        Returns:
+            The groups to store, each one's texts, and each one's group in ``groups`` when
+            some were split (``None``: the groups as given).
+        """
+        flat = self._stored_texts([item for _, items in groups for item in items])
+        texts: list[list[str]] = []
+        row = 0
+        for _, items in groups:
+            texts.append(flat[row:row + len(items)])
+            row += len(items)
+        alone = [self._evicts_a_repeat(am, items, group_texts)
+                 for (am, items), group_texts in zip(groups, texts, strict=True)]
+        if not any(alone):
+            return groups, texts, None
+        owners: list[int] = []
+        parts: list[Group] = []
+        part_texts: list[list[str]] = []
+        for g, (am, items) in enumerate(groups):
+            if alone[g]:
+                parts.extend((am, [item]) for item in items)
+                part_texts.extend([text] for text in texts[g])
+                owners.extend(g for _ in items)
+            else:
+                parts.append((am, items))
+                part_texts.append(texts[g])
+                owners.append(g)
+        return parts, part_texts, owners
+
+    def store(self, groups: Sequence[Group], texts: Sequence[list[str]], now: int, window: int,
+              events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, list[int],
+                                                   dict[int, list[Removed]],
+                                                   list[tuple[str, ...]], list[int]]]:
+        """Dedup each group, build what is left, store it; yield each group as stored.
+
+        Yields ``(am, new records, slots, evictions, labels, each item's key)`` per group, in
+        order. When every group is a different agent, the groups are all deduped first and
+        what is left is built in one pass (one redaction and token pass for the frame): an
+        agent's dedup reads only its own records, so each agent sees the same sequence of
+        changes as group by group. A group's events keep their order (its reinforcements,
+        then the repeats inside the batch), and the groups theirs.
+        """
+        state = self.state
+        step = state.config.dedup_importance_step
+        report_updated = self.wants(RecordUpdated.name)
+        if len({id(am) for am, _ in groups}) == len(groups):
+            stages = [list(zip(groups, texts, strict=True))]
+        else:  # an agent in several groups: its later group must see the earlier stored
+            stages = [[pair] for pair in zip(groups, texts, strict=True)]
+        vocabulary = state.vocabulary
+        for stage in stages:
+            deduped = []
+            for (am, items), group_texts in stage:
+                placed: list[int] = []
+                repeats: list[int] = []
+                own: list[Any] = []
+                fresh = self._dedup(am, items, group_texts, now, window, placed, repeats, own)
+                deduped.append((am, fresh, placed, repeats, own))
+            built = self.ingestor.build_groups(
+                [(fresh, am.reserve_keys(len(fresh)), vocabulary(am.agent_id))
+                 for am, fresh, *_ in deduped], now, state.store.tags)
+            for (am, _, placed, repeats, own), (new, labels) in zip(deduped, built,
+                                                                    strict=True):
+                for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
+                    for _ in range(times):
+                        new.importance[i] = reinforced(new.importance[i], step)
+                        if report_updated:
+                            own.append(RecordUpdated(
+                                id=am.id_of(new.keys[i]),
+                                fields=("importance", "recency_anchor"), reason="dedup"))
+                events.extend(own)
+                slots, evicted = am.add_batch(new)
+                yield am, new, slots, evicted, labels, [
+                    new.keys[-k - 1] if k < 0 else k for k in placed]
+
+    def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord],
+                         texts: Sequence[str]) -> bool:
+        """Whether dedup over ``items`` as one batch could end otherwise than item by item.
+
+        Only when the batch overflows the episodic ring: an item that repeats a record the
+        batch evicts (one of the ring's oldest) must not reinforce it, nor may a repeat of
+        the batch's own record that the batch itself evicts (a batch larger than the ring).
+        ``texts`` are the items' texts as stored (:meth:`_stored_texts`).
+        """
+        ring = am.ring
+        episodic = sum(1 for item in items if item.layer is _EPISODIC)
+        over = ring.live + episodic - ring.capacity
+        if len(items) < 2 or over <= 0:
+            return False
+        if episodic > ring.capacity:
+            return True
+        gone = set(ring.oldest_keys(min(over, ring.live)))
+        index = am.dedup_index()
+        return any(index.get(content_fingerprint(item.layer.code, text)) in gone
+                   for item, text in zip(items, texts, strict=True))
+
+    def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
+        """The items' texts as they would be stored (redacted in one batch, not counted).
+
+        The items stored are counted when they are built.
+        """
+        return self.ingestor.redactor.redact_many([item.content for item in items],
+                                                  count=False)[0]
+
+    def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], texts: Sequence[str],
+               now: int, window: int, out: list[int], repeats: list[int],
+               events: list[Any]) -> list[PendingRecord]:
+        """Reinforce live records that ``items`` repeat; return the items still to store.
+
+        ``texts`` are the items' texts as stored (:meth:`_stored_texts`). ``out`` receives,
+        per input item, the key of the record it became: an existing key, or ``-(1 + i)``
+        for the i-th item to store (resolved by the caller); ``repeats[i]`` counts the later
+        items of the batch that repeat that i-th item (the caller reinforces it that many
+        times), so a batch ends as the same items ingested one by one would.
+        """
+        index = am.dedup_index()
+        slot_of, created, content = am.slot_of, am.created, am.content
+        fresh: list[PendingRecord] = []
+        seen: dict[tuple[int, int], int] = {}
+        for item, text in zip(items, texts, strict=True):
+            fp = content_fingerprint(item.layer.code, text)
+            earlier = seen.get(fp)
+            if earlier is not None:  # a repeat inside the batch
+                target = out[earlier]
+                if target < 0:
+                    repeats[-target - 1] += 1
+                else:
+                    self._reinforce(am, target, now, events)
+                out.append(target)
+                continue
+            key = index.get(fp)
+            slot = slot_of.get(key) if key is not None else None
+            if key is not None and slot is not None and created.item(slot) > now - window \
+                    and ((stored := content[slot]) == text  # most repeats are verbatim
+                         or normalized_content(stored or "") == normalized_content(text)):
+                self._reinforce(am, key, now, events)
+                seen[fp] = len(out)
+                out.append(key)
+                continue
+            seen[fp] = len(out)
+            out.append(-(1 + len(fresh)))
+            fresh.append(item)
+            repeats.append(0)
+        return fresh
+
+    def _reinforce(self, am: AgentMemory, key: int, now: int, events: list[Any]) -> None:
+        """One dedup reinforcement: importance + step (capped at 1), anchor moved to now."""
+        slot = am.slot_of[key]
+        am.update(key, importance=reinforced(float(am.importance[slot]),
+                                             self.state.config.dedup_importance_step),
+                  anchor=max(now, int(am.anchor[slot])))
+        if self.wants(RecordUpdated.name):
+            events.append(RecordUpdated(id=am.id_of(key), fields=("importance", "recency_anchor"),
+                                        reason="dedup"))
