@@ -15,9 +15,10 @@ What a record is made of:
   (:class:`RecordExtra`: source refs, spatial/social/procedural metadata, attributes).
 
 ``MemoryRecord`` objects are built at the boundary (``core.records``), never kept here.
-The class's bases hold the parts that are not the write path: ``store.order`` (time-ordered
-views), ``store.vectors`` (vector column, embedded flags, index builds) and
-``store.dedup`` (the ingest-dedup index).
+The class's bases hold parts of it: ``store.order`` (time-ordered views), ``store.vectors``
+(vector column, embedded flags, index builds), ``store.dedup`` (the ingest-dedup index) and
+``store.columns`` (a batch's values written into the columns); ``store.invariants`` holds
+the structural checks of ``_check``.
 Episodic keys also live in an :class:`EpisodicRing` (insertion order, O(1) eviction); the
 other layers need no order structure: time order is a numpy ``lexsort`` when asked for.
 
@@ -42,13 +43,14 @@ from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
+from f09_memory.store.columns import AgentColumns
 from f09_memory.store.dedup import AgentDedup
 from f09_memory.store.digests import MASK128
+from f09_memory.store.invariants import check_agent
 from f09_memory.store.order import AgentOrder
 from f09_memory.store.records import (
     EMPTY_EXTRA,
     NO_DEADLINE,
-    SCALAR_MAX,
     NewRecords,
     RecordExtra,
     Removed,
@@ -81,7 +83,7 @@ _VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadli
 token counter may return any number, which numpy converts)."""
 
 
-class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
+class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
     """Columnar storage of one agent's live records.
 
     Runtime complexity: ``add_batch`` O(k) numpy plus amortized O(1) per episodic record;
@@ -423,84 +425,6 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
             ring.append(key)
         return slot, evicted
 
-    def _store_one(self, slot: int, new: NewRecords, rev: int) -> None:
-        """The columns of a one-record batch: plain scalar stores (the single-ingest path)."""
-        key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
-            tagset, alive, revs = self._views
-        key[slot] = new.keys[0]
-        layer[slot] = code = new.layer[0]
-        importance[slot] = new.importance[0]
-        flagged[slot] = new.flagged[0]
-        created[slot] = new.created[0]
-        anchor[slot] = new.anchor[0]
-        self.tokens[slot] = new.tokens[0]
-        deadline[slot] = new.deadline[0]
-        status[slot] = new.status[0]
-        redacted[slot] = new.redacted[0]
-        tagset[slot] = new.tagset[0]
-        alive[slot] = True  # embedded and hashed are clear in a free slot
-        revs[slot] = rev
-        self._counts[code] += 1
-
-    def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
-                       fresh: int = -1, all_episodic: bool = False) -> None:
-        """The columns of a batch: scalar stores for a few records, else slices or indexing.
-
-        Scalar stores beat a slice or fancy-indexed write of a short list (one numpy call
-        per column costs about as much as ten scalar stores). Slices serve a larger batch
-        when the slots are ``fresh, fresh + 1, ...`` (``fresh >= 0``: above the high-water
-        mark, never used, so all-zero columns need no write). A slot that holds no record
-        has its ``embedded`` and ``hashed`` flags clear already (``remove`` clears them; see
-        ``_check``), so they are not written.
-        """
-        n = len(slot_list)
-        if all_episodic:
-            self._counts[_EPISODIC] += n
-        else:
-            self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
-                                             minlength=_N_LAYERS)
-        if n <= SCALAR_MAX:  # scalar stores beat a numpy call per column for a few records
-            key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
-                tagset, alive, revs = self._views
-            tokens = self.tokens
-            for slot, k, code, imp, flag, made, anc, tok, due, st, red, ts in zip(
-                    slot_list, new.keys, new.layer, new.importance, new.flagged, new.created,
-                    new.anchor, new.tokens, new.deadline, new.status, new.redacted, new.tagset,
-                    strict=True):
-                key[slot] = k
-                layer[slot] = code
-                importance[slot] = imp
-                flagged[slot] = flag
-                created[slot] = made
-                anchor[slot] = anc
-                tokens[slot] = tok
-                deadline[slot] = due
-                status[slot] = st
-                redacted[slot] = red
-                tagset[slot] = ts
-                alive[slot] = True
-                revs[slot] = rev
-                rev += 1
-            return
-        columns: tuple[tuple[NDArray[Any], list[Any]], ...] = (
-            (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
-            (self.created, new.created), (self.anchor, new.anchor), (self.tokens, new.tokens),
-            (self.deadline, new.deadline))
-        sparse: tuple[tuple[NDArray[Any], list[Any]], ...] = (
-            (self.flagged, new.flagged), (self.status, new.status),
-            (self.redacted, new.redacted), (self.tagset, new.tagset))
-        index: slice | NDArray[np.intp]
-        if fresh >= 0:  # never used: these columns hold zeros there (see _check)
-            index = slice(fresh, fresh + n)
-            columns += tuple(pair for pair in sparse if any(pair[1]))
-        else:
-            index = np.asarray(slot_list, dtype=np.intp)
-            columns += sparse
-        for column, values in columns:
-            column[index] = values
-        self.rev[index] = np.arange(rev, rev + n, dtype=np.int64)
-        self.alive[index] = True
-
     def _index_claim(self, key: int, extra: RecordExtra, status: int) -> None:
         claim = extra.attributes.get("claimKey")
         if isinstance(claim, str):
@@ -642,53 +566,5 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup):
     # ------------------------------------------------------------------ checks
     def _check(self) -> None:
         """Assert every structural invariant (tests call this after each mutation)."""
-        hi = self.hi
-        alive = self.alive[:hi]
-        assert int(alive.sum()) == len(self.slot_of), "alive column disagrees with slot map"
-        assert not self.alive[hi:].any(), "live slot above the high-water mark"
-        for name in ("embedded", "hashed", "flagged", "status", "redacted", "tagset"):
-            assert not getattr(self, name)[hi:].any(), f"{name} set above the high-water mark"
-        assert not (self.embedded[:hi] & ~alive).any(), "a dead slot is marked embedded"
-        assert not (self.hashed[:hi] & ~alive).any(), "a dead slot is marked hashed"
-        if self.index is not None:  # an updated record keeps its key until re-embedded
-            keys = getattr(self.index, "keys", None)
-            assert len(self.index) <= len(self.slot_of) and (
-                keys is None or set(keys().tolist()) <= set(self.slot_of)), "index holds dead keys"
-        for claim, key in self.claims.items():
-            slot = self.slot_of[key]
-            assert self.extras[key].attributes.get("claimKey") == claim
-            assert int(self.status[slot]) == 0, "a non-active claim is indexed as active"
-        assert self.inactive_seen or not self.status[:hi].any(), "inactive record not flagged"
-        assert len(self.free) + len(self.slot_of) == hi, "slots leaked"
-        assert len(set(self.free)) == len(self.free), "slot freed twice"
-        assert set(self.extras) <= set(self.slot_of), "extras of a dead key"
-        assert set(self.source_event) <= set(self.slot_of), "source event of a dead key"
-        for slot in self.free:
-            assert not self.alive[slot] and self.content[slot] is None
-        counts = np.bincount(self.layer[:hi][alive], minlength=_N_LAYERS)
-        assert (counts == self.layer_counts).all(), "layer counts drifted"
-        for key, slot in self.slot_of.items():
-            assert self.alive[slot] and int(self.key[slot]) == key
-            assert self.content[slot] is not None
-            assert key < self.next_key
-            assert 0 <= int(self.tagset[slot]) < len(self.tags)
-        live_deadlines = self.deadline[:hi][alive]
-        if live_deadlines.shape[0]:
-            assert int(live_deadlines.min()) >= self.min_deadline, "min_deadline too high"
-        episodic_anchors = self.anchor[:hi][alive & (self.layer[:hi] == _EPISODIC)]
-        if episodic_anchors.shape[0]:
-            assert int(episodic_anchors.min()) >= self.min_episodic_anchor, "anchor bound high"
-        assert self.ring.live == int(self.layer_counts[_EPISODIC]) <= self.ring.capacity
-        assert self.layer_counts.base is self.stats or self.layer_counts.base is self.stats.base
+        check_agent(self)
         assert int(self.stats[STAT_BUILDING]) == (self.index_build is not None), "build flag"
-        assert sorted(self.ring) == sorted(
-            k for k, s in self.slot_of.items() if self.layer[s] == _EPISODIC
-        )
-        ring_keys = list(self.ring)
-        assert ring_keys == sorted(ring_keys), "ring out of insertion order"
-        if self.dedup is not None:
-            for fp, key in self.dedup.items():
-                slot = self.slot_of[key]
-                text = self.content[slot]
-                assert text is not None
-                assert content_fingerprint(int(self.layer[slot]), text) == fp, "dedup drifted"
