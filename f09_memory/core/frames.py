@@ -12,7 +12,7 @@ limits, valid text) and give the same groups. Whether a new agent id may be crea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
@@ -55,17 +55,14 @@ def group_frame(items: Iterable[Any],
         InputInvalidError: A malformed item (the message gives its index); nothing is
             returned for a frame with one.
     """
+    frame = simple_batch(items, limits)
+    pairs = _item_by_item(items, limits) if frame is None else _column_checked(
+        cast(list[Any], items), frame, limits)
     groups: dict[str, list[PendingRecord]] = {}
     find = groups.get
-    frame = simple_batch(items, limits)
-    if frame is None:
-        return groups, _group_items(items, groups, limits)
-    agent_ids, pendings = frame
     owners: list[str] = []
     own = owners.append
-    for i, (agent_id, pending) in enumerate(zip(agent_ids, pendings, strict=True)):
-        if agent_id is None or pending is None:  # an item with metadata, a TTL, ...
-            agent_id, pending = _validated(cast(list[Any], items)[i], i, limits)
+    for agent_id, pending in pairs:
         group = find(agent_id)
         if group is None:
             groups[agent_id] = [pending]
@@ -75,29 +72,32 @@ def group_frame(items: Iterable[Any],
     return groups, owners
 
 
-def _group_items(items: Iterable[Any], groups: dict[str, list[PendingRecord]],
-                 limits: ItemLimits) -> list[str]:
-    """:func:`group_frame` item by item (into ``groups``); returns each item's agent."""
-    owners: list[str] = []
-    find = groups.get
-    own = owners.append
-    agent_id: str
+def _column_checked(items: list[Any],
+                    frame: tuple[list[str | None], list[PendingRecord | None]],
+                    limits: ItemLimits) -> Iterator[tuple[str, PendingRecord]]:
+    """Each item's agent and pending record, from ``simple_batch``'s checks.
+
+    An item it left out (metadata, a TTL, a source event) gets the full validation.
+    """
+    for i, (agent_id, pending) in enumerate(zip(*frame, strict=True)):
+        if agent_id is None or pending is None:
+            yield _validated(items[i], i, limits)
+        else:
+            yield agent_id, pending
+
+
+def _item_by_item(items: Iterable[Any],
+                  limits: ItemLimits) -> Iterator[tuple[str, PendingRecord]]:
+    """Each item's agent and pending record, checked one item at a time, in order."""
     for i, raw in enumerate(items):
         pending = simple_pending(raw, True, limits)
         if pending is not None:  # a plain dict: only its agent id is left to check
             agent_id = raw.get("agent_id")
-            if type(agent_id) is not str or not 0 < len(agent_id) <= limits.agent_id or (
-                    not agent_id.isascii()):  # other text: the full check (surrogates)
-                pending = None
-        if pending is None:
-            agent_id, pending = _validated(raw, i, limits)
-        group = find(agent_id)
-        if group is None:
-            groups[agent_id] = [pending]
-        else:
-            group.append(pending)
-        own(agent_id)
-    return owners
+            if type(agent_id) is str and 0 < len(agent_id) <= limits.agent_id and (
+                    agent_id.isascii()):  # other text: the full check (surrogates)
+                yield agent_id, pending
+                continue
+        yield _validated(raw, i, limits)
 
 
 def _validated(raw: Any, i: int, limits: ItemLimits) -> tuple[str, PendingRecord]:

@@ -89,6 +89,7 @@ DEFAULT_LIMITS = ItemLimits()
 MAX_CONTENT_CHARS = DEFAULT_LIMITS.content
 """Characters of content under the default config (``MemoryConfig.max_content_chars``)."""
 MAX_AGENT_ID_LEN = DEFAULT_LIMITS.agent_id
+"""Characters of an agent id under the default config (``MemoryConfig.max_agent_id_chars``)."""
 MAX_SOURCE_REFS = 10_000
 """Source ref ids one record may carry (a summary's sources: ``summarization_batch_size``
 is at most 10,000)."""

@@ -171,10 +171,14 @@ class Redactor:
         if done is None:
             done = self._older.get(text)
             if done is not None:
-                if len(self._memo) >= _MEMO_MAX:
-                    self._older, self._memo = self._memo, {}
+                self._make_room(1)
                 self._memo[text] = done
         return done
+
+    def _make_room(self, n: int) -> None:
+        """Turn the generations over when ``n`` more texts would overfill the newer one."""
+        if len(self._memo) + n > _MEMO_MAX:
+            self._older, self._memo = self._memo, {}
 
     def _remember(self, found: dict[str, _Redacted]) -> bool:
         """Keep ``found`` in the memo; False (nothing kept) for more texts than it holds.
@@ -184,9 +188,7 @@ class Redactor:
         """
         if len(found) > _MEMO_MAX:
             return False
-        if len(self._memo) + len(found) > _MEMO_MAX:
-            self._older = self._memo
-            self._memo = {}
+        self._make_room(len(found))
         self._memo.update(found)
         return True
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.store.records import SCALAR_MAX
 from f09_memory.store.store import MemoryStore
 
 __all__ = ["AsyncEmbedding", "EmbedJob", "attach_job"]
@@ -186,19 +185,17 @@ def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Seque
         slot_of, embedded, content = am.slot_of, am.embedded, am.content
         slots: list[int] = []
         taken: list[int] = []
-        few = len(rows) <= SCALAR_MAX  # a repeated key keeps its first row: few rows are
-        seen: set[int] = set()  # checked against the list, many against a set
+        seen: set[int] = set()  # a repeated key keeps its first row
         for i in rows:
             slot = slot_of.get(keys[i][1])
-            if slot is None or embedded.item(slot) or (slot in slots if few else slot in seen):
+            if slot is None or embedded.item(slot) or slot in seen:
                 continue
+            seen.add(slot)
             if content[slot] != texts[i]:
                 retry.add(agent_id)
                 continue
             slots.append(slot)
             taken.append(i)
-            if not few:
-                seen.add(slot)
         if slots:
             first, last = taken[0], taken[-1]
             block = (vectors[first:last + 1] if last - first + 1 == len(taken)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from f09_memory.core.frames import _group_items, group_frame
+from f09_memory.core.frames import _item_by_item, group_frame
 from f09_memory.errors import MemoryEngineError
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
@@ -198,11 +198,15 @@ full validation); RICH_ITEMS mixed in make some frames fall back."""
 
 
 def _grouped(items: list[Any], limits: ItemLimits, fast: bool) -> Any:
-    groups: dict[str, list[Any]] = {}
     try:
         if fast:
             return group_frame(items, limits)
-        return groups, _group_items(items, groups, limits)
+        groups: dict[str, list[Any]] = {}
+        owners = []
+        for agent_id, pending in _item_by_item(items, limits):
+            groups.setdefault(agent_id, []).append(pending)
+            owners.append(agent_id)
+        return groups, owners
     except MemoryEngineError as exc:
         return exc.code, exc.details.get("index"), exc.message
 
