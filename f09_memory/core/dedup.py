@@ -92,9 +92,9 @@ class IngestDedup:
         return parts, part_texts, owners
 
     def store(self, groups: Sequence[Group], texts: Sequence[list[str]], now: int, window: int,
-              events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, list[int],
+              events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, Sequence[int],
                                                    dict[int, list[Removed]],
-                                                   list[tuple[str, ...]], list[int]]]:
+                                                   Sequence[tuple[str, ...]], list[int]]]:
         """Dedup each group, build what is left, store it; yield each group as stored.
 
         Yields ``(am, new records, slots, evictions, labels, each item's key)`` per group, in
@@ -125,13 +125,16 @@ class IngestDedup:
                  for am, fresh, *_ in deduped], now, state.store.tags)
             for (am, _, placed, repeats, own), (new, labels) in zip(deduped, built,
                                                                     strict=True):
-                for i, times in enumerate(repeats):  # repeats inside the batch reinforce it
-                    for _ in range(times):
-                        new.importance[i] = reinforced(new.importance[i], step)
-                        if report_updated:
-                            own.append(RecordUpdated(
-                                id=am.id_of(new.keys[i]),
-                                fields=("importance", "recency_anchor"), reason="dedup"))
+                if any(repeats):  # repeats inside the batch reinforce it
+                    importance = list(new.importance)
+                    for i, times in enumerate(repeats):
+                        for _ in range(times):
+                            importance[i] = reinforced(importance[i], step)
+                            if report_updated:
+                                own.append(RecordUpdated(
+                                    id=am.id_of(new.keys[i]),
+                                    fields=("importance", "recency_anchor"), reason="dedup"))
+                    new.importance = importance
                 events.extend(own)
                 slots, evicted = am.add_batch(new)
                 yield am, new, slots, evicted, labels, [

@@ -12,14 +12,15 @@ limits, valid text) and give the same groups. Whether a new agent id may be crea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
 from f09_memory.ingestion.validation import (
     ItemLimits,
     PendingRecord,
-    simple_batch,
+    PlainFrame,
+    plain_frame,
     simple_pending,
     validate_agent_id,
     validate_mapping,
@@ -37,11 +38,12 @@ def indexed(exc: MemoryEngineError, i: int) -> MemoryEngineError:
 
 
 def group_frame(items: Iterable[Any],
-                limits: ItemLimits) -> tuple[dict[str, list[PendingRecord]], list[str]]:
+                limits: ItemLimits) -> tuple[Mapping[str, Sequence[PendingRecord]], list[str]]:
     """Validate a frame's items against ``limits`` and group them by agent.
 
-    Runtime complexity: O(n): a few C-level passes for a frame of plain items, else one
-    validation per item.
+    Runtime complexity: O(n log n): a few C-level passes and a sort for a frame of plain
+    items, each agent's items kept as columns (``PendingColumns``); else one validation per
+    item.
 
     Args:
         items: The ``ingest_batch`` items.
@@ -55,7 +57,9 @@ def group_frame(items: Iterable[Any],
         InputInvalidError: A malformed item (the message gives its index); nothing is
             returned for a frame with one.
     """
-    frame = simple_batch(items, limits)
+    frame = plain_frame(items, limits)
+    if frame is not None and frame.rows is None:
+        return frame.groups(), frame.agent_ids
     pairs = _item_by_item(items, limits) if frame is None else _column_checked(
         cast(list[Any], items), frame, limits)
     groups: dict[str, list[PendingRecord]] = {}
@@ -72,18 +76,21 @@ def group_frame(items: Iterable[Any],
     return groups, owners
 
 
-def _column_checked(items: list[Any],
-                    frame: tuple[list[str | None], list[PendingRecord | None]],
+def _column_checked(items: list[Any], frame: PlainFrame,
                     limits: ItemLimits) -> Iterator[tuple[str, PendingRecord]]:
-    """Each item's agent and pending record, from ``simple_batch``'s checks.
+    """Each item's agent and pending record: ``frame``'s, or the full validation's.
 
-    An item it left out (metadata, a TTL, a source event) gets the full validation.
+    An item ``frame`` left out (metadata, a TTL, a source event) gets the full validation.
     """
-    for i, (agent_id, pending) in enumerate(zip(*frame, strict=True)):
-        if agent_id is None or pending is None:
-            yield _validated(items[i], i, limits)
-        else:
+    assert frame.rows is not None
+    plain = iter(zip(frame.rows, frame.agent_ids, frame.pending(), strict=True))
+    row, agent_id, pending = next(plain)
+    for i, raw in enumerate(items):
+        if i == row:
             yield agent_id, pending
+            row, agent_id, pending = next(plain, (-1, "", pending))
+        else:
+            yield _validated(raw, i, limits)
 
 
 def _item_by_item(items: Iterable[Any],

@@ -171,7 +171,7 @@ class Writer:
 
     # ------------------------------------------------------------------ storing
     def store(self, am: AgentMemory, items: Sequence[PendingRecord], now: int,
-              events: list[Any], anchor: int | None = None) -> list[int]:
+              events: list[Any], anchor: int | None = None) -> Sequence[int]:
         """Build, store and embed validated items of one agent; queue their events.
 
         Returns:
@@ -181,7 +181,7 @@ class Writer:
 
     def store_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
                      now: int, events: list[Any],
-                     anchor: int | None = None) -> list[list[int]]:
+                     anchor: int | None = None) -> list[Sequence[int]]:
         """:meth:`store` for several agents, with one embedding call for all their texts.
 
         Returns:
@@ -197,16 +197,16 @@ class Writer:
         merged: list[list[int]] = [[] for _ in groups]
         for g, keys in zip(owners, stored, strict=True):
             merged[g].extend(keys)
-        return merged
+        return list[Sequence[int]](merged)
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
                events: list[Any], anchor: int | None, window: int,
-               stored_texts: Sequence[list[str]] | None) -> list[list[int]]:
+               stored_texts: Sequence[list[str]] | None) -> list[Sequence[int]]:
         state = self.state
         tags = state.store.tags
         vocabulary = state.vocabulary
         added = []
-        results: list[list[int]] = []
+        results: list[Sequence[int]] = []
         if not window:  # the groups' column values in one pass (the ingestor reads no store)
             built = self.ingestor.build_groups(
                 [(items, am.reserve_keys(len(items)), vocabulary(am.agent_id))
@@ -215,8 +215,9 @@ class Writer:
             for (am, _), (new, labels) in zip(groups, built, strict=True):
                 results.append(new.keys)
                 slots, evicted = am.add_batch(new)
-                capped: list[Removed] = []
+                capped: Sequence[Removed] = ()
                 if len(am.slot_of) - am.ring.live > free_below:  # near a cap (see _hold_caps)
+                    capped = []
                     self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         else:
@@ -508,7 +509,7 @@ class Writer:
                                      tag_id, item.flagged, bool(labels))
 
     def ingest_keys(self, agent_id: str, pending: Sequence[PendingRecord],
-                    now: int) -> tuple[AgentMemory | None, list[int]]:
+                    now: int) -> tuple[AgentMemory | None, Sequence[int]]:
         """:meth:`ingest_items`, returning the agent's memory and the new records' keys."""
         state = self.state
         am = state.store.get(agent_id)
@@ -544,7 +545,7 @@ class Writer:
         store = self.state.store
         limit = self._limit
         order = sorted(groups)
-        pairs: list[tuple[AgentMemory, list[PendingRecord]]] = []
+        pairs: list[tuple[AgentMemory, Sequence[PendingRecord]]] = []
         missing = False
         for agent_id in order:
             found = store.get(agent_id)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from f09_memory.config.config import MemoryConfig
 from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
-from f09_memory.ingestion.validation import ItemLimits, PendingRecord
+from f09_memory.ingestion.validation import ItemLimits, PendingColumns, PendingRecord
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
@@ -53,7 +53,7 @@ class Ingestor:
         vocabulary: Vocabulary,
         tags: TagTable,
         anchor: int | None = None,
-    ) -> tuple[NewRecords, list[tuple[str, ...]]]:
+    ) -> tuple[NewRecords, Sequence[tuple[str, ...]]]:
         """:meth:`build_groups` of one agent's items."""
         return self.build_groups([(items, first_key, vocabulary)], now, tags, anchor)[0]
 
@@ -63,7 +63,7 @@ class Ingestor:
         now: int,
         tags: TagTable,
         anchor: int | None = None,
-    ) -> list[tuple[NewRecords, list[tuple[str, ...]]]]:
+    ) -> list[tuple[NewRecords, Sequence[tuple[str, ...]]]]:
         """The column values of validated items and their redaction labels, per group.
 
         A group is one agent's items, the first of the keys reserved for them and the
@@ -80,11 +80,10 @@ class Ingestor:
             Per group, the column values and each item's redaction labels (in the order
             content, tags, source event, attributes; ``()`` when nothing was replaced).
         """
-        flat = [item for items, _, _ in groups for item in items]
-        n = len(flat)
+        n = sum(len(items) for items, _, _ in groups)
         if not n:
             return [(NewRecords(), []) for _ in groups]
-        contents, layers, given, tag_tuples, metas, ttls, flags, sources = zip(*flat, strict=True)
+        contents, layers, given, tag_tuples, metas, ttls, flags, sources = _columns(groups, n)
         texts, hit_lists = self.redactor.redact_many(contents)
         labels: list[tuple[str, ...]] = [()] * n if hit_lists is None else hit_lists
         simple = metas.count(None) == n
@@ -140,16 +139,21 @@ class Ingestor:
                 list(range(first_key, first_key + n)), codes, importance, flagged, [now] * n,
                 [anchor] * n, tokens, deadline, status, redacted, tagset, texts,
                 source_events, extras), labels)]
-        out: list[tuple[NewRecords, list[tuple[str, ...]]]] = []
+        # Each group's columns are tuple slices: a tuple of numbers and strings leaves the
+        # garbage collector's tracking at its first collection (a list would stay tracked).
+        out: list[tuple[NewRecords, Sequence[tuple[str, ...]]]] = []
         row = 0
+        codes_t, importance_t, flagged_t, tokens_t, deadline_t, status_t, redacted_t, tagset_t, \
+            texts_t, labels_t = map(tuple, (codes, importance, flagged, tokens, deadline, status,
+                                            redacted, tagset, texts, labels))
         for items, first_key, _ in groups:
             k = len(items)
             end = row + k
             out.append((NewRecords(
-                list(range(first_key, first_key + k)), codes[row:end], importance[row:end],
-                flagged[row:end], [now] * k, [anchor] * k, tokens[row:end], deadline[row:end],
-                status[row:end], redacted[row:end], tagset[row:end], texts[row:end]),
-                labels[row:end]))
+                range(first_key, first_key + k), codes_t[row:end], importance_t[row:end],
+                flagged_t[row:end], (now,) * k, (anchor,) * k, tokens_t[row:end],
+                deadline_t[row:end], status_t[row:end], redacted_t[row:end], tagset_t[row:end],
+                texts_t[row:end]), labels_t[row:end]))
             row = end
         if source_events or extras:  # by position in the batch, as NewRecords keeps them
             starts = list(itertools.accumulate((len(items) for items, _, _ in groups),
@@ -308,3 +312,18 @@ class Ingestor:
         if type(counter) is HeuristicTokenCounter:
             return counter.count_many(texts)
         return [counter.count(text) for text in texts]
+
+
+def _columns(groups: Sequence[tuple[Sequence[PendingRecord], int, Vocabulary]], n: int,
+             ) -> tuple[Sequence[Any], ...]:
+    """The groups' ``n`` items field by field, in ``PendingRecord`` field order.
+
+    Groups held as columns (``PendingColumns``, the plain items of an ``ingest_batch``
+    frame) are joined column by column; others are read item by item.
+    """
+    if all(type(items) is PendingColumns for items, _, _ in groups):
+        content, importance, layer, tags, flagged = PendingColumns.joined(
+            [cast(PendingColumns, items) for items, _, _ in groups])
+        none = (None,) * n
+        return content, layer, importance, tags, none, none, flagged, none
+    return tuple(zip(*(item for items, _, _ in groups for item in items), strict=True))

@@ -16,6 +16,7 @@ effects name records by key.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -77,7 +78,7 @@ class RecordingAgentMemory(AgentMemory):
         self._record("agent.next_key", self.agent_id, self.next_key)
         return key
 
-    def add_batch(self, new: NewRecords) -> tuple[list[int], dict[int, list[Removed]]]:  # noqa: D102
+    def add_batch(self, new: NewRecords) -> tuple[Sequence[int], dict[int, list[Removed]]]:  # noqa: D102
         if self.quiet:
             return super().add_batch(new)
         self.quiet = True
@@ -85,7 +86,7 @@ class RecordingAgentMemory(AgentMemory):
             out = super().add_batch(new)
         finally:
             self.quiet = False
-        payload = {name: getattr(new, name) for name in _NEW_FIELDS}
+        payload: dict[str, Any] = {name: list(getattr(new, name)) for name in _NEW_FIELDS[:12]}
         payload["source_event"] = sorted(new.source_event.items())
         payload["extras"] = [[i, e.canonical()] for i, e in sorted(new.extras.items())]
         self.effects.append(("record.add", self.agent_id, payload))

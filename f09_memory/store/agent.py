@@ -36,6 +36,7 @@ modulo 2**128; removing or changing a record subtracts its old digest.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -292,7 +293,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             self.hi += rest
         return slots
 
-    def add_batch(self, new: NewRecords) -> tuple[list[int], dict[int, list[Removed]]]:
+    def add_batch(self, new: NewRecords) -> tuple[Sequence[int], dict[int, list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
 
         Episodic records enter the ring in order; each one that finds the ring full first
@@ -328,13 +329,13 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
                     evicted[i] = [gone]
         if self.free:
             fresh = -1
-            slot_list = self._take_slots(n)
+            slot_list: Sequence[int] = self._take_slots(n)
         else:  # the slots are hi, hi + 1, ... (none to reuse)
             fresh = self.hi
             if fresh + n > self.capacity:
                 self.ensure_capacity(fresh + n)
             self.hi = fresh + n
-            slot_list = list(range(fresh, fresh + n))
+            slot_list = range(fresh, fresh + n)
         rev = self.next_rev
         self.next_rev = rev + n
         if n == 1:

@@ -6,6 +6,7 @@ stores through the columns' memoryviews, more by one slice or indexed write per 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,7 @@ class AgentColumns:
         revs[slot] = rev
         self._counts[code] += 1
 
-    def _store_columns(self, slot_list: list[int], new: NewRecords, rev: int,
+    def _store_columns(self, slot_list: Sequence[int], new: NewRecords, rev: int,
                        fresh: int = -1, all_episodic: bool = False) -> None:
         """The columns of a batch: scalar stores for a few records, else slices or indexing.
 
@@ -99,11 +100,11 @@ class AgentColumns:
                 revs[slot] = rev
                 rev += 1
             return
-        columns: tuple[tuple[NDArray[Any], list[Any]], ...] = (
+        columns: tuple[tuple[NDArray[Any], Sequence[Any]], ...] = (
             (self.key, new.keys), (self.layer, new.layer), (self.importance, new.importance),
             (self.created, new.created), (self.anchor, new.anchor), (self.tokens, new.tokens),
             (self.deadline, new.deadline))
-        sparse: tuple[tuple[NDArray[Any], list[Any]], ...] = (
+        sparse: tuple[tuple[NDArray[Any], Sequence[Any]], ...] = (
             (self.flagged, new.flagged), (self.status, new.status),
             (self.redacted, new.redacted), (self.tagset, new.tagset))
         index: slice | NDArray[np.intp]

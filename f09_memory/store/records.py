@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -130,20 +130,24 @@ class Removed(NamedTuple):
 
 @dataclass(slots=True)
 class NewRecords:
-    """Column values of records about to be stored, one list entry per record, in order."""
+    """Column values of records about to be stored, one entry per record, in order.
 
-    keys: list[int] = field(default_factory=list)
-    layer: list[int] = field(default_factory=list)
-    importance: list[float] = field(default_factory=list)
-    flagged: list[bool] = field(default_factory=list)
-    created: list[int] = field(default_factory=list)
-    anchor: list[int] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    deadline: list[int] = field(default_factory=list)
-    status: list[int] = field(default_factory=list)
-    redacted: list[bool] = field(default_factory=list)
-    tagset: list[int] = field(default_factory=list)
-    content: list[str] = field(default_factory=list)
+    Columns are any sequences (the ingestor gives tuples and a range of keys: a tuple of
+    numbers or strings leaves the garbage collector's tracking, a list would not).
+    """
+
+    keys: Sequence[int] = ()
+    layer: Sequence[int] = ()
+    importance: Sequence[float] = ()
+    flagged: Sequence[bool] = ()
+    created: Sequence[int] = ()
+    anchor: Sequence[int] = ()
+    tokens: Sequence[int] = ()
+    deadline: Sequence[int] = ()
+    status: Sequence[int] = ()
+    redacted: Sequence[bool] = ()
+    tagset: Sequence[int] = ()
+    content: Sequence[str] = ()
     source_event: dict[int, str] = field(default_factory=dict)
     """By position in the batch."""
     extras: dict[int, RecordExtra] = field(default_factory=dict)

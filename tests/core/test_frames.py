@@ -6,12 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from f09_memory import MemoryConfig, MemoryEngine
+from f09_memory import MemoryConfig, MemoryEngine, MemoryLayer
 from f09_memory.core.frames import group_frame
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
+    PendingColumns,
     validate_agent_id,
     validate_mapping,
 )
@@ -21,10 +22,19 @@ PLAIN = [{"agent_id": "b", "content": "one", "importance": 0.5},
          {"agent_id": "b", "content": "three", "importance": None}]
 
 
+def _listed(grouped: tuple[Any, list[str]]) -> tuple[dict[str, list[Any]], list[str]]:
+    """``group_frame``'s groups as lists (a plain frame's are ``PendingColumns``)."""
+    groups, owners = grouped
+    return {agent_id: list(items) for agent_id, items in groups.items()}, owners
+
+
 def test_a_plain_frame_and_the_same_items_one_by_one_group_alike() -> None:
-    fast = group_frame(PLAIN, DEFAULT_LIMITS)
+    grouped = group_frame(PLAIN, DEFAULT_LIMITS)
+    assert all(isinstance(items, PendingColumns) for items in grouped[0].values())
+    fast = _listed(grouped)
     slow = group_frame(iter(PLAIN), DEFAULT_LIMITS)  # not a list: checked item by item
     assert fast == slow
+    assert ["b", "a"] == list(fast[0])  # agents in first-appearance order
     groups, owners = fast
     assert ["b", "a", "b"] == owners
     assert ["one", "three"] == [item.content for item in groups["b"]]
@@ -80,7 +90,7 @@ def _outcome(call: Any) -> tuple[Any, ...]:
 def test_a_frame_groups_as_its_items_one_by_one_under_the_engine_limits(
         items: list[Any], config: MemoryConfig) -> None:
     limits = ItemLimits.of(config)
-    fast = _outcome(lambda: group_frame(items, limits))
+    fast = _outcome(lambda: _listed(group_frame(items, limits)))
     assert fast == _outcome(lambda: group_frame(iter(items), limits))  # item by item
     if fast[0] == "ok":  # every item passes the full validation, to the same values
         groups, owners = fast[1]
@@ -122,3 +132,44 @@ def test_a_new_private_agent_id_is_refused_in_redaction_mode(agent_id: str,
     assert [] == list(engine.agents())
     open_engine = MemoryEngine(MemoryConfig(redaction_mode=False), embedder=None)
     assert 2 == len(open_engine.ingest_batch(items if frame else iter(items), now=1).ids)
+
+
+def test_pending_columns_read_as_the_records_they_stand_for() -> None:
+    plain = PendingColumns(("a", "b", "c"), (0.5, None, 1.0))
+    rich = PendingColumns(("a", "b", "c"), (0.5, None, 1.0),
+                          (MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC, MemoryLayer.SOCIAL),
+                          (("t",), (), ("u", "v")), (True, False, False))
+    for run in (plain, rich):
+        records = [run[i] for i in range(len(run))]
+        assert records == list(run)
+        assert records[-1] == run[-1]
+        assert records[1:] == list(run[1:])
+        assert isinstance(run[1:], PendingColumns)
+        assert all(r.metadata is None and r.ttl is None and r.source_event is None
+                   for r in records)
+        with pytest.raises(IndexError):
+            run[3]
+    assert [MemoryLayer.EPISODIC] * 3 == [r.layer for r in plain]
+    assert [(), (), ()] == [r.tags for r in plain]
+    assert [MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC, MemoryLayer.SOCIAL] == [
+        r.layer for r in rich]
+    assert [True, False, False] == [r.flagged for r in rich]
+    joined = PendingColumns.joined([plain, rich[:1], plain[2:]])
+    assert joined == (("a", "b", "c", "a", "c"), (0.5, None, 1.0, 0.5, 1.0),
+                      (MemoryLayer.EPISODIC,) * 3 + (MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC),
+                      ((),) * 3 + (("t",), ()), (False,) * 3 + (True, False))
+    assert PendingColumns.joined([plain, plain])[2:] == (
+        (MemoryLayer.EPISODIC,) * 6, ((),) * 6, (False,) * 6)
+
+
+def test_a_plain_frame_keeps_columns_of_defaults_out() -> None:
+    groups, _ = group_frame([{"agent_id": "a", "content": "x", "tags": []},
+                             {"agent_id": "b", "content": "y", "layer": "episodic"}],
+                            DEFAULT_LIMITS)
+    assert all(run.layer is None and run.tags is None and run.flagged is None
+               for run in groups.values() if isinstance(run, PendingColumns))
+    groups, _ = group_frame([{"agent_id": "a", "content": "x", "tags": ["t"]},
+                             {"agent_id": "a", "content": "y", "flagged": True}],
+                            DEFAULT_LIMITS)
+    assert [("t",), ()] == [r.tags for r in groups["a"]]
+    assert [False, True] == [r.flagged for r in groups["a"]]

@@ -200,7 +200,8 @@ full validation); RICH_ITEMS mixed in make some frames fall back."""
 def _grouped(items: list[Any], limits: ItemLimits, fast: bool) -> Any:
     try:
         if fast:
-            return group_frame(items, limits)
+            groups, owners = group_frame(items, limits)
+            return {agent_id: list(run) for agent_id, run in groups.items()}, owners
         groups: dict[str, list[Any]] = {}
         owners = []
         for agent_id, pending in _item_by_item(items, limits):
