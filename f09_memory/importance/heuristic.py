@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress
 from typing import Any
 
@@ -19,6 +19,8 @@ _WORD_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789'"
 _LOWER_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if c in _WORD_BYTES else 32 for c in range(256))
 """``bytes.translate`` table of ASCII text: upper case to lower, every other character that
 ends a content word to a space (its ``split()`` gives the runs of ``[a-z0-9']``)."""
+_LOWER_WORDS_NUL = _LOWER_WORDS[:0] + b"\0" + _LOWER_WORDS[1:]
+"""``_LOWER_WORDS`` keeping NUL, which separates the texts of a batch."""
 
 
 def _word_digest(word: str) -> int:
@@ -203,6 +205,33 @@ class ImportanceModel:
                 return
         for text in texts:
             self.observe(text, vocabulary)
+
+    def observe_runs(self, texts: Sequence[str],
+                     runs: Iterable[tuple[int, Vocabulary]]) -> None:
+        """:meth:`observe_many` of consecutive runs of ``texts``, each with its vocabulary.
+
+        ``runs`` gives each run's length and vocabulary, in order. ASCII texts are lower-cased
+        and split for the whole batch at once (one ``bytes.translate``); each run then only
+        takes the union of its words.
+        """
+        joined = "\0".join(texts)
+        if not joined.isascii() or joined.count("\0") != len(texts) - 1:
+            row = 0
+            for k, vocabulary in runs:
+                self.observe_many(texts[row:row + k], vocabulary)
+                row += k
+            return
+        lowered = joined.encode().translate(_LOWER_WORDS_NUL).decode().split("\0")
+        short = self._min_len
+        row = 0
+        for k, vocabulary in runs:
+            if k == 1:
+                vocabulary.observe_words(set(lowered[row].split()), short)
+            elif k and not vocabulary.observe_union(
+                    set(" ".join(lowered[row:row + k]).split()), short):
+                for text in lowered[row:row + k]:
+                    vocabulary.observe_words(set(text.split()), short)
+            row += k
 
     def words_of_all(self, texts: Sequence[str]) -> set[str]:
         """The union of :meth:`words` over ``texts``.

@@ -103,12 +103,8 @@ class Ingestor:
             if len(groups) == 1:
                 model.observe_many(texts, groups[0][2])
             else:
-                row = 0
-                observe_many = model.observe_many
-                for items, _, vocabulary in groups:
-                    end = row + len(items)
-                    observe_many(texts[row:end], vocabulary)
-                    row = end
+                model.observe_runs(texts, [(len(items), vocabulary)
+                                           for items, _, vocabulary in groups])
         else:
             importance = []
             row = 0

@@ -604,7 +604,7 @@ def plain_frame(items: object, limits: ItemLimits = DEFAULT_LIMITS) -> PlainFram
     if given and (any(map(math.isnan, given)) or min(given) < 0.0 or max(given) > 1.0):
         return None
     layers = tags = flags = None
-    if any(map(_FRAME_KEYS_EXTRA.intersection, rows)):
+    if not all(map(_FRAME_KEYS_EXTRA.isdisjoint, rows)):  # a layer, tags or a flag
         layers = _frame_layers(
             list(map(dict.get, rows, itertools.repeat("layer"), itertools.repeat(_ABSENT))))
         tags = _frame_tags(list(map(dict.get, rows, itertools.repeat("tags"))), limits)

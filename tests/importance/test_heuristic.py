@@ -126,3 +126,35 @@ def test_observe_ends_as_observing_the_words_of_the_text(texts: list[str], min_l
     assert plain.get_state() == fast.get_state()
     assert plain.digest() == fast.digest()
     assert plain_effects == fast_effects
+
+
+TEXTS = st.lists(st.text(alphabet="aB c'd\n\0.é", max_size=20), max_size=8)
+
+
+@given(TEXTS, st.lists(st.integers(0, 4), max_size=6), st.sampled_from([6, 16, 4096]),
+       st.sampled_from([1, 3]))
+def test_observe_runs_ends_as_observe_many_of_each_run(texts: list[str], sizes: list[int],
+                                                       size: int, min_len: int) -> None:
+    """Runs of ASCII texts, with NUL or other text, rolling small vocabularies over."""
+    m = ImportanceModel(MemoryConfig().importance.model_copy(
+        update={"novelty_min_word_len": min_len}))
+    runs, row = [], 0
+    for k in sizes:
+        k = min(k, len(texts) - row)
+        runs.append(k)
+        row += k
+    texts = texts[:row]
+    one = [Vocabulary(size) for _ in runs]
+    many = [Vocabulary(size) for _ in runs]
+    effects_one: list[tuple[object, ...]] = []
+    effects_many: list[tuple[object, ...]] = []
+    for i, (a, b) in enumerate(zip(one, many, strict=True)):
+        a.journal, b.journal = (effects_one, i), (effects_many, i)
+    row = 0
+    for k, vocabulary in zip(runs, one, strict=True):
+        m.observe_many(texts[row:row + k], vocabulary)
+        row += k
+    m.observe_runs(texts, list(zip(runs, many, strict=True)))
+    assert [v.get_state() for v in one] == [v.get_state() for v in many]
+    assert [v.digest() for v in one] == [v.digest() for v in many]
+    assert effects_one == effects_many

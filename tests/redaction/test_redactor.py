@@ -138,6 +138,14 @@ def test_redact_many_counts_every_copy_of_a_repeated_text_like_redact_one_by_one
     assert labels is not None
     assert [single.redact(t) for t in texts] == list(zip(out, labels, strict=True))
     assert batch.counts == single.counts and batch.counts["EMAIL"] == 8
+    again = batch.redact_many(texts)  # every text remembered: the memo-only path
+    assert (out, labels) == again
+    assert [single.redact(t) for t in texts] == list(zip(*again, strict=True))
+    assert batch.counts == single.counts and batch.counts["EMAIL"] == 16
+    assert (out, labels) == batch.redact_many(texts, count=False)
+    assert batch.counts["EMAIL"] == 16
+    clean = ["plain", "plain"]
+    assert (clean, None) == batch.redact_many(clean)  # remembered, nothing matched
 
 
 def test_a_text_told_again_is_redacted_once_and_counted_each_time() -> None:
