@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.columns import AgentColumns
+from f09_memory.store.columns import SCALAR_COLUMNS, AgentColumns
 from f09_memory.store.dedup import AgentDedup
 from f09_memory.store.digests import MASK128
 from f09_memory.store.invariants import check_agent
@@ -78,12 +78,6 @@ STAT_REMOVED = _N_LAYERS + 3
 """Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
 STAT_WIDTH = _N_LAYERS + 4
 """Columns of a survey row."""
-_VIEWED = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline", "status",
-           "redacted", "tagset", "alive", "rev")
-"""Columns also reachable as memoryviews for scalar stores (``tokens`` is not: a host's
-token counter may return any number, which numpy converts)."""
-
-
 class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
     """Columnar storage of one agent's live records.
 
@@ -225,9 +219,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             new = np.zeros(capacity, dtype=old.dtype)
             new[: old.shape[0]] = old
             setattr(self, name, new)
-        # Memoryviews of the _VIEWED columns, rebuilt with them: a scalar store through one
-        # costs about half a numpy scalar store.
-        self._views: tuple[Any, ...] = tuple(memoryview(getattr(self, name)) for name in _VIEWED)
+        self._arrays = tuple(getattr(self, name) for name in SCALAR_COLUMNS)
+        self._views = None  # built again by the next single store (scalar_views)
         content = np.empty(capacity, dtype=object)
         content[: self.capacity] = self.content
         self.content = content
@@ -397,7 +390,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             self.ensure_capacity(slot + 1)
             self.hi = slot + 1
         key_, layer_, importance_, flagged_, created_, anchor_, deadline_, status_, \
-            redacted_, tagset_, alive_, rev_ = self._views
+            redacted_, tagset_, alive_, rev_ = self.scalar_views()
         key_[slot] = key
         layer_[slot] = layer
         importance_[slot] = importance
