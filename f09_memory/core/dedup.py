@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from f09_memory.bus import RecordUpdated
 from f09_memory.core.state import EngineState
 from f09_memory.ingestion.pipeline import Ingestor
@@ -184,6 +186,8 @@ class IngestDedup:
         slot_of, created, content = am.slot_of, am.created, am.content
         fresh: list[PendingRecord] = []
         seen: dict[tuple[int, int], int] = {}
+        hits: dict[int, int] = {}  # key -> reinforcements, applied at the end in one pass
+        report = self.wants(RecordUpdated.name)
         for item, text in zip(items, texts, strict=True):
             fp = content_fingerprint(item.layer.code, text)
             earlier = seen.get(fp)
@@ -191,31 +195,43 @@ class IngestDedup:
                 target = out[earlier]
                 if target < 0:
                     repeats[-target - 1] += 1
-                else:
-                    self._reinforce(am, target, now, events)
-                out.append(target)
-                continue
-            key = index.get(fp)
-            slot = slot_of.get(key) if key is not None else None
-            if key is not None and slot is not None and created.item(slot) > now - window \
-                    and ((stored := content[slot]) == text  # most repeats are verbatim
-                         or normalized_content(stored or "") == normalized_content(text)):
-                self._reinforce(am, key, now, events)
+                    out.append(target)
+                    continue
+                key = target
+            else:
+                found = index.get(fp)
+                slot = slot_of.get(found) if found is not None else None
+                if found is None or slot is None or created.item(slot) <= now - window or (
+                        (stored := content[slot]) != text  # most repeats are verbatim
+                        and normalized_content(stored or "") != normalized_content(text)):
+                    seen[fp] = len(out)
+                    out.append(-(1 + len(fresh)))
+                    fresh.append(item)
+                    repeats.append(0)
+                    continue
+                key = found
                 seen[fp] = len(out)
-                out.append(key)
-                continue
-            seen[fp] = len(out)
-            out.append(-(1 + len(fresh)))
-            fresh.append(item)
-            repeats.append(0)
+            hits[key] = hits.get(key, 0) + 1
+            if report:
+                events.append(RecordUpdated(id=am.id_of(key), fields=(
+                    "importance", "recency_anchor"), reason="dedup"))
+            out.append(key)
+        if hits:
+            self._reinforce(am, hits, now)
         return fresh
 
-    def _reinforce(self, am: AgentMemory, key: int, now: int, events: list[Any]) -> None:
-        """One dedup reinforcement: importance + step (capped at 1), anchor moved to now."""
-        slot = am.slot_of[key]
-        am.update(key, importance=reinforced(float(am.importance[slot]),
-                                             self.state.config.dedup_importance_step),
-                  anchor=max(now, int(am.anchor[slot])))
-        if self.wants(RecordUpdated.name):
-            events.append(RecordUpdated(id=am.id_of(key), fields=("importance", "recency_anchor"),
-                                        reason="dedup"))
+    def _reinforce(self, am: AgentMemory, hits: dict[int, int], now: int) -> None:
+        """Dedup reinforcements of ``am``'s records: per key, its count of them.
+
+        Each one adds the importance step (capped at 1, rounded as :func:`reinforced`) and
+        moves the anchor up to ``now``; the records' columns are written once.
+        """
+        step = self.state.config.dedup_importance_step
+        slots = np.fromiter(map(am.slot_of.__getitem__, hits), dtype=np.intp, count=len(hits))
+        values = am.importance[slots].tolist()
+        for i, times in enumerate(hits.values()):
+            value = values[i]
+            for _ in range(times):
+                value = reinforced(value, step)
+            values[i] = value
+        am.reinforce(slots, values, now)

@@ -130,6 +130,16 @@ class RecordingAgentMemory(AgentMemory):
                               tokens=tokens, redacted=redacted, tagset=tagset, extra=extra,
                               status=status)
 
+    def reinforce(self, slots: NDArray[np.intp], importance: Sequence[float],  # noqa: D102
+                  now: int) -> None:
+        if not self.quiet:
+            for key, value, anchor in zip(self.key[slots].tolist(), importance,
+                                          np.maximum(self.anchor[slots], now).tolist(),
+                                          strict=True):
+                self._record("record.update", self.agent_id, key,
+                             {"importance": value, "anchor": anchor})
+        super().reinforce(slots, importance, now)
+
     def mark_embedded(self, slot: int, embedded: bool) -> None:  # noqa: D102
         if not self.quiet:
             self.effects.append(("record.embedded", self.agent_id, int(self.key[slot]),

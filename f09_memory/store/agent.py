@@ -549,6 +549,22 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             self._index_claim(key, self.extras[key], status)
         return slot
 
+    def reinforce(self, slots: NDArray[np.intp], importance: Sequence[float],
+                  now: int) -> None:
+        """Set the importance of the records in ``slots`` and move each anchor up to ``now``.
+
+        The batch form of ``update(key, importance=..., anchor=max(now, anchor))`` over
+        distinct slots (a frame's dedup reinforcements of one agent).
+        Runtime complexity: O(n) numpy.
+        """
+        for slot in slots[self.hashed[slots]].tolist():
+            self._unhash(slot)
+        self.rev[slots] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
+        self.next_rev += len(slots)
+        self.dirty = True
+        self.importance[slots] = importance
+        self.anchor[slots] = np.maximum(self.anchor[slots], now)
+
     def set_bounds(self, min_deadline: int | None = None,
                    min_episodic_anchor: int | None = None) -> None:
         """Refresh the maintained lower bounds (a tick's expiry or summary selection)."""

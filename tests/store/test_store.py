@@ -201,3 +201,28 @@ def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
     engine.records("a")  # served from the cache: nothing new is kept
     gc.collect()
     assert len(gc.get_objects()) <= tracked_before + 10
+
+
+def test_reinforce_ends_as_updates_one_by_one() -> None:
+    """The batch reinforcement of dedup: importance set, anchors moved up to now (never
+    back), hashed digests taken out of the sum, every slot's rev moved."""
+    engines = [MemoryEngine(MemoryConfig(), embedder=None) for _ in range(2)]
+    for e in engines:
+        e.ingest_many("a", [{"content": f"fact {i}", "importance": 0.1 * i} for i in range(6)],
+                      now=5)
+        e.ingest("a", "late fact", now=50)
+        e.state_hash()  # every record hashed: the changes must leave the digest sum
+    batch, single = (e._state.store.get("a") for e in engines)
+    assert batch is not None and single is not None
+    keys = [0, 3, 6]
+    revs = batch.rev.copy()
+    slots = np.asarray([batch.slot_of[k] for k in keys], dtype=np.intp)
+    batch.reinforce(slots, [0.25, 0.75, 1.0], now=20)
+    for key, value in zip(keys, [0.25, 0.75, 1.0], strict=True):
+        slot = single.slot_of[key]
+        single.update(key, importance=value, anchor=max(20, int(single.anchor[slot])))
+    assert engines[0].state_hash() == engines[1].state_hash()
+    assert [20, 20, 50] == batch.anchor[slots].tolist()  # the late record keeps its anchor
+    assert [0.25, 0.75, 1.0] == batch.importance[slots].tolist()
+    assert (batch.rev[slots] > revs[slots]).all() and len(set(batch.rev[slots].tolist())) == 3
+    batch._check()
