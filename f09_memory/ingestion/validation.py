@@ -394,25 +394,25 @@ _BOOL = frozenset({bool})
 _DICT = frozenset({dict})
 _TAG_KINDS = frozenset({type(None), list, tuple})
 _ABSENT = object()
+_LAYER_KINDS = frozenset({str, MemoryLayer, object})
+_FRAME_LAYER: dict[object, MemoryLayer] = {_ABSENT: _EPISODIC}
+_FRAME_LAYER.update(_LAYER_BY_VALUE)
+"""A frame's ``layer`` value -> its layer (``_ABSENT``: the default)."""
 _get_content = operator.itemgetter("content")
 _get_agent = operator.itemgetter("agent_id")
 _is_given = functools.partial(operator.is_not, None)
 
 
 def _frame_layers(values: list[object]) -> list[MemoryLayer] | None:
-    """Each item's layer (``_ABSENT``: episodic), or None if one is not a layer's value."""
-    out: list[MemoryLayer] = []
-    for value in values:
-        if value is _ABSENT:
-            out.append(_EPISODIC)
-        elif type(value) is MemoryLayer:
-            out.append(value)
-        else:
-            found = _LAYER_BY_VALUE.get(value) if type(value) is str else None
-            if found is None:
-                return None
-            out.append(found)
-    return out
+    """Each item's layer (``_ABSENT``: episodic), or None if one is not a layer's value.
+
+    A layer is a ``MemoryLayer`` or its value as a plain ``str``: the types are checked
+    first, then one C-level lookup per item (a ``StrEnum`` member finds its value's entry).
+    """
+    if not _LAYER_KINDS.issuperset(map(type, values)):
+        return None
+    found = list(map(_FRAME_LAYER.get, values))
+    return None if None in found else cast(list[MemoryLayer], found)
 
 
 def _frame_tags(values: list[Any], limits: ItemLimits) -> list[tuple[str, ...]] | None:
@@ -481,9 +481,10 @@ class PendingColumns(Sequence[PendingRecord]):
 
     def __iter__(self) -> Iterator[PendingRecord]:
         layer, tags, flagged = self.columns()[2:]
-        none = (None,) * len(self.content)
-        return map(PendingRecord, self.content, layer, self.importance, tags, none, none,
-                   flagged, none)
+        n = len(self.content)
+        none = (None,) * n
+        return map(_new_pending, itertools.repeat(PendingRecord, n), zip(
+            self.content, layer, self.importance, tags, none, none, flagged, none, strict=True))
 
     def __repr__(self) -> str:
         return f"PendingColumns({list(self)!r})"
