@@ -16,11 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from f09_memory.errors import InputInvalidError, MemoryEngineError
+from f09_memory.ingestion.frame_checks import PlainFrame, plain_frame
 from f09_memory.ingestion.validation import (
     ItemLimits,
     PendingRecord,
-    PlainFrame,
-    plain_frame,
     simple_pending,
     validate_agent_id,
     validate_mapping,

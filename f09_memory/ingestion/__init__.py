@@ -1,7 +1,8 @@
 """Ingestion (index 3): validate, redact, estimate tokens, score importance, build records.
 
-Modules: ``validation`` (validate_item, validate_mapping, PendingRecord, the frame
-checks), ``pipeline`` (Ingestor: validated items to column values),
+Modules: ``validation`` (validate_item, validate_mapping, PendingRecord),
+``frame_checks`` (an ``ingest_batch`` frame's plain items checked column by column:
+plain_frame, PendingColumns), ``pipeline`` (Ingestor: validated items to column values),
 ``claims`` (Claim, ClaimOutcome, TRUST: supersession of structured claims),
 ``typed_extraction`` (seed 002: the extraction prompt and the typed-memory parser).
 """

@@ -15,7 +15,8 @@ from typing import Any, cast
 
 from f09_memory.config.config import MemoryConfig
 from f09_memory.importance.heuristic import ImportanceModel, Vocabulary
-from f09_memory.ingestion.validation import ItemLimits, PendingColumns, PendingRecord
+from f09_memory.ingestion.frame_checks import PendingColumns
+from f09_memory.ingestion.validation import ItemLimits, PendingRecord
 from f09_memory.packing.tokens import HeuristicTokenCounter
 from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from f09_memory import MemoryConfig, MemoryEngine, MemoryLayer
 from f09_memory.core.frames import group_frame
 from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.ingestion.frame_checks import PendingColumns
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
-    PendingColumns,
     validate_agent_id,
     validate_mapping,
 )

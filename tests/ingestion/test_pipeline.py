@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from f09_memory.core.frames import _item_by_item, group_frame
 from f09_memory.errors import MemoryEngineError
+from f09_memory.ingestion.frame_checks import simple_batch
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
-    simple_batch,
     simple_pending,
     validate_agent_id,
     validate_mapping,
