@@ -59,8 +59,11 @@ def group_frame(items: Iterable[Any],
     frame = plain_frame(items, limits)
     if frame is not None and frame.rows is None:
         return frame.groups(), frame.agent_ids
-    pairs = _item_by_item(items, limits) if frame is None else _column_checked(
-        cast(list[Any], items), frame, limits)
+    # Items alive together (a list) may share validations: a frame of engine events gives
+    # every perceiver of an event the same text, tags and metadata objects.
+    seen: dict[tuple[Any, ...], PendingRecord] | None = {} if type(items) is list else None
+    pairs = _item_by_item(items, limits, seen) if frame is None else _column_checked(
+        cast(list[Any], items), frame, limits, seen)
     groups: dict[str, list[PendingRecord]] = {}
     find = groups.get
     owners: list[str] = []
@@ -75,8 +78,9 @@ def group_frame(items: Iterable[Any],
     return groups, owners
 
 
-def _column_checked(items: list[Any], frame: PlainFrame,
-                    limits: ItemLimits) -> Iterator[tuple[str, PendingRecord]]:
+def _column_checked(items: list[Any], frame: PlainFrame, limits: ItemLimits,
+                    seen: dict[tuple[Any, ...], PendingRecord] | None,
+                    ) -> Iterator[tuple[str, PendingRecord]]:
     """Each item's agent and pending record: ``frame``'s, or the full validation's.
 
     An item ``frame`` left out (metadata, a TTL, a source event) gets the full validation.
@@ -89,11 +93,12 @@ def _column_checked(items: list[Any], frame: PlainFrame,
             yield agent_id, pending
             row, agent_id, pending = next(plain, (-1, "", pending))
         else:
-            yield _validated(raw, i, limits)
+            yield _validated(raw, i, limits, seen)
 
 
-def _item_by_item(items: Iterable[Any],
-                  limits: ItemLimits) -> Iterator[tuple[str, PendingRecord]]:
+def _item_by_item(items: Iterable[Any], limits: ItemLimits,
+                  seen: dict[tuple[Any, ...], PendingRecord] | None,
+                  ) -> Iterator[tuple[str, PendingRecord]]:
     """Each item's agent and pending record, checked one item at a time, in order."""
     for i, raw in enumerate(items):
         pending = simple_pending(raw, True, limits)
@@ -103,11 +108,18 @@ def _item_by_item(items: Iterable[Any],
                     agent_id.isascii()):  # other text: the full check (surrogates)
                 yield agent_id, pending
                 continue
-        yield _validated(raw, i, limits)
+        yield _validated(raw, i, limits, seen)
 
 
-def _validated(raw: Any, i: int, limits: ItemLimits) -> tuple[str, PendingRecord]:
-    """The full validation of the ``i``-th item: its agent id, then the rest."""
+def _validated(raw: Any, i: int, limits: ItemLimits,
+               seen: dict[tuple[Any, ...], PendingRecord] | None = None,
+               ) -> tuple[str, PendingRecord]:
+    """The full validation of the ``i``-th item: its agent id, then the rest.
+
+    ``seen`` (for items that stay alive together, so an identity is never reused) remembers
+    each validated body by its keys and the identity of its values: an item made of the
+    same objects is not validated again (validation is pure, the record immutable).
+    """
     try:
         if not isinstance(raw, Mapping):
             raise InputInvalidError(
@@ -115,6 +127,12 @@ def _validated(raw: Any, i: int, limits: ItemLimits) -> tuple[str, PendingRecord
                 details={"field": "item"})
         body = dict(raw)
         agent_id = validate_agent_id(body.pop("agent_id", None), limits.agent_id)
-        return agent_id, validate_mapping(body, limits)
+        if seen is None:
+            return agent_id, validate_mapping(body, limits)
+        key = (*body, *map(id, body.values()))  # the same objects: the same validation
+        pending = seen.get(key)
+        if pending is None:
+            pending = seen[key] = validate_mapping(body, limits)
+        return agent_id, pending
     except MemoryEngineError as exc:
         raise indexed(exc, i) from None

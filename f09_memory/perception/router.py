@@ -136,15 +136,16 @@ def _items(event: EngineEvent, rule: EventRule,
            perceivers: list[tuple[str, str]]) -> list[dict[str, Any]]:
     text = render_text(event)
     tags = list(dict.fromkeys((*rule.tags, *event.tags)))
-    metas: dict[str, RecordMetadata] = {}
+    metas: dict[str, tuple[RecordMetadata, float | None]] = {}  # one of each per role
     items = []
     for agent, role in perceivers:
-        meta = metas.get(role)
-        if meta is None:
-            meta = metas[role] = _metadata(event, rule, role)
-        importance = event.importance if event.importance is not None else rule.importance
-        if importance is not None and role == "witness":
-            importance *= rule.witness_discount
+        found = metas.get(role)
+        if found is None:
+            importance = event.importance if event.importance is not None else rule.importance
+            if importance is not None and role == "witness":
+                importance *= rule.witness_discount
+            found = metas[role] = (_metadata(event, rule, role), importance)
+        meta, importance = found
         item: dict[str, Any] = {
             "agent_id": agent, "content": text, "layer": rule.layer, "tags": tags,
             "flagged": event.flagged, "source_event": event.kind, "metadata": meta,

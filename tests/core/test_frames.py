@@ -173,3 +173,25 @@ def test_a_plain_frame_keeps_columns_of_defaults_out() -> None:
                             DEFAULT_LIMITS)
     assert [("t",), ()] == [r.tags for r in groups["a"]]
     assert [False, True] == [r.flagged for r in groups["a"]]
+
+
+def test_items_made_of_the_same_objects_share_one_validation_and_others_do_not() -> None:
+    """Engine events give every perceiver the same text, tags and metadata objects: the
+    frame validates them once. A value that differs (even one equal to a valid one, as
+    True to 1.0) is validated on its own."""
+    meta = {"attributes": {"with": "b"}}
+    tags = ["trade"]
+    good = {"agent_id": "a", "content": "traded", "importance": 1.0, "tags": tags,
+            "metadata": meta}
+    groups, owners = group_frame([good, {**good, "agent_id": "b"}, dict(good)],
+                                 DEFAULT_LIMITS)
+    assert ["a", "b", "a"] == owners
+    assert groups["a"][0] is groups["b"][0] is groups["a"][1]
+    for bad, field in (({**good, "importance": True}, "importance"),
+                       ({**good, "tags": ["trade", 7]}, "tags"),
+                       ({**good, "metadata": {"attributes": {"with": 7.5j}}}, "metadata")):
+        with pytest.raises(MemoryEngineError) as info:
+            group_frame([good, bad], DEFAULT_LIMITS)
+        assert 1 == info.value.details["index"], field
+    one_by_one = group_frame(iter([good, {**good, "agent_id": "b"}]), DEFAULT_LIMITS)[0]
+    assert one_by_one["a"][0] == one_by_one["b"][0]  # a generator's items: no sharing

@@ -204,7 +204,7 @@ def _grouped(items: list[Any], limits: ItemLimits, fast: bool) -> Any:
             return {agent_id: list(run) for agent_id, run in groups.items()}, owners
         groups: dict[str, list[Any]] = {}
         owners = []
-        for agent_id, pending in _item_by_item(items, limits):
+        for agent_id, pending in _item_by_item(items, limits, None):
             groups.setdefault(agent_id, []).append(pending)
             owners.append(agent_id)
         return groups, owners
