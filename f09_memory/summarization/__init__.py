@@ -4,8 +4,10 @@ Modules: ``scheduler`` (eligible_slots, CandidateHeap, select_batch: spec sectio
 and the section 12 min-heap), ``sources`` (SourceEvent snapshots, entity and key-term
 extraction), ``grouping`` (group_batches: step 2), ``prompt`` (the versioned template in
 ``resources/summary_prompt_v1.md``, build_summary_prompt: step 3), ``heuristic`` (the local
-summarizer, coverage, the garbage validator: step 4 fallback), ``pipeline`` (Summarizer
-and SummaryOutcome: the task lifecycle), ``service`` (SummarizationService: the engine's
+summarizer, coverage, the garbage validator: step 4 fallback), ``pipeline`` (Summarizer:
+the task lifecycle), ``judging`` (Judge, PendingTask: a finished task's SummaryOutcome,
+through the quality gate), ``state`` (parse_state: the summarizer's saved state read
+back), ``outcome`` (SummaryOutcome), ``service`` (SummarizationService: the engine's
 ``engine.summarization`` surface; step 5, replacement: it applies each SummaryOutcome to
 the store and emits ``memory:summarization:*``).
 """

@@ -49,14 +49,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from f09_memory._validate import check_now, is_text
 from f09_memory.config.config import MemoryConfig
 from f09_memory.errors import (
     InputInvalidError,
-    MemoryEngineError,
     SummaryFailedError,
     SummaryLockedError,
 )
@@ -64,20 +62,17 @@ from f09_memory.schema.enums import MemoryLayer, TaskStatus
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.grouping import group_batches
-from f09_memory.summarization.heuristic import coverage_of, garbage_reason, heuristic_summary
-from f09_memory.summarization.outcome import SummaryOutcome, SummaryPath
+from f09_memory.summarization.judging import Judge, PendingTask
+from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.prompt import build_summary_prompt, load_summary_template
 from f09_memory.summarization.scheduler import select_batch
-from f09_memory.summarization.sources import KeyTerm, SourceEvent, key_terms
+from f09_memory.summarization.sources import SourceEvent
+from f09_memory.summarization.state import PENDING_STATUSES, STATE_VERSION, parse_state
 
 __all__ = ["MODES", "STATE_VERSION", "Summarizer"]
 
 MODES: Final = ("llm", "heuristic", "skip")
 """The summarization modes a pressure profile can ask for."""
-STATE_VERSION: Final = 2
-"""Version of the ``get_state`` layout."""
-_REASON_CHARS: Final = 200
-_PENDING: Final = (TaskStatus.QUEUED, TaskStatus.RUNNING)
 
 
 _M = TypeVar("_M", bound=Callable[..., Any])
@@ -90,30 +85,6 @@ def _mutating(fn: _M) -> _M:
         self.revision += 1
         return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
-
-
-@dataclass(slots=True)
-class _Pending:
-    task: SummarizationTask
-    sources: tuple[SourceEvent, ...]
-    deadline: int | None = None
-    """The logical time the LLM's answer is due by (``None``: no limit)."""
-    reason: str = ""
-    """Ready tasks: why they finish without the LLM (``skip:`` prefix: sources kept)."""
-    terms: list[KeyTerm] | None = None
-    """The sources' key terms, once computed (derived, not saved)."""
-
-    def to_state(self) -> dict[str, Any]:
-        return {"task": self.task.to_json_dict(),
-                "sources": [s.to_state() for s in self.sources],
-                "deadline": self.deadline, "reason": self.reason}
-
-    @classmethod
-    def from_state(cls, item: Mapping[str, Any]) -> _Pending:
-        deadline = item.get("deadline")
-        return cls(SummarizationTask.parse(item["task"]),
-                   tuple(SourceEvent.from_state(s) for s in item["sources"]),
-                   None if deadline is None else int(deadline), str(item.get("reason", "")))
 
 
 _LATE_MAX: Final = 1024
@@ -168,17 +139,18 @@ class Summarizer:
                                     "Redactor(patterns).redact_text)", details={"field": "redact"})
         self.config = config
         self._redact = redact
+        self._judge = Judge(config, redact)
         self._redact_lines = redact_lines
         self._redact_sources = (not config.redaction_mode if redact_sources is None
                                 else bool(redact_sources))
         self._system = load_summary_template()[0]
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, PendingTask] = {}
         self._by_agent: dict[str, str] = {}
         self.revision = 0
         """Bumped by every method that may change the state (a cheap change check)."""
         self._counters: dict[str, int] = {}
         self._next: dict[str, int] = {}
-        self._ready: list[_Pending] = []
+        self._ready: list[PendingTask] = []
         self._held: list[SummaryOutcome] = []
         self._waiting: set[str] = set()
         """Agents with a task in the ready queue or held (not applied yet): not scheduled."""
@@ -342,11 +314,11 @@ class Summarizer:
         frozen = tuple(sources)
         if mode == "llm":
             timeout = cfg.summarization_timeout_ms
-            self._pending[task.id] = _Pending(task, frozen,
+            self._pending[task.id] = PendingTask(task, frozen,
                                               None if timeout is None else now + timeout)
             self._by_agent[agent_id] = task.id
         else:
-            self._ready.append(_Pending(task, frozen, reason="pressure: heuristic mode"
+            self._ready.append(PendingTask(task, frozen, reason="pressure: heuristic mode"
                                         if mode == "heuristic"
                                         else _SKIP + "pressure: summarization skipped"))
             self._waiting.add(agent_id)
@@ -371,9 +343,9 @@ class Summarizer:
         ready = self._ready.pop(at)
         self._waiting.discard(ready.task.agent_id)
         if ready.reason.startswith(_SKIP):
-            return self._kept(ready.task, ready.sources, TaskStatus.SKIPPED,
+            return self._judge.kept(ready, TaskStatus.SKIPPED,
                               ready.reason[len(_SKIP):])
-        return self._heuristic(ready.task, ready.sources, ready.reason, self._terms(ready))
+        return self._judge.heuristic(ready, ready.reason)
 
     @_mutating
     def collect(self) -> list[SummaryOutcome]:
@@ -425,7 +397,7 @@ class Summarizer:
                               reason="late: the answer came after the timeout and was ignored",
                               coverage=0.0, importance=0.0, tags=(), recency_anchor=0)
 
-    def _prompt(self, pending: _Pending) -> str:
+    def _prompt(self, pending: PendingTask) -> str:
         cfg = self.config
         groups = group_batches(pending.sources, batch_size=len(pending.sources),
                                gap_ms=cfg.summarization_grouping_gap_ms)
@@ -485,7 +457,7 @@ class Summarizer:
             raise InputInvalidError("text must be the LLM's completion (a str) or None",
                                     details={"field": "text"})
         self._release(pending)
-        return self._judge(pending, text)
+        return self._judge.judge(pending, text)
 
     @_mutating
     def fail(self, task_id: str, reason: str) -> SummaryOutcome:
@@ -504,7 +476,7 @@ class Summarizer:
             raise InputInvalidError("reason must be a str of valid Unicode text",
                                     details={"field": "reason"})
         self._release(pending)
-        return self._kept(pending.task, pending.sources, TaskStatus.FAILED,
+        return self._judge.kept(pending, TaskStatus.FAILED,
                           reason.strip() or "failed")
 
     @_mutating
@@ -522,11 +494,10 @@ class Summarizer:
                                     details={"field": "error"})
         self._release(pending)
         text = error.encode("utf-8", "replace").decode("utf-8")  # an adapter's text: made valid
-        return self._heuristic(pending.task, pending.sources, f"llm error: {text}",
-                               self._terms(pending))
+        return self._judge.heuristic(pending, f"llm error: {text}")
 
     # ------------------------------------------------------------------ internals
-    def _take_check(self, task_id: object) -> _Pending:
+    def _take_check(self, task_id: object) -> PendingTask:
         tid = _check_task_id(task_id)
         pending = self._pending.get(tid)
         if pending is None:
@@ -537,99 +508,10 @@ class Summarizer:
             )
         return pending
 
-    def _release(self, pending: _Pending) -> None:
+    def _release(self, pending: PendingTask) -> None:
         task = pending.task
         del self._pending[task.id]
         del self._by_agent[task.agent_id]
-
-    def _terms(self, pending: _Pending) -> list[KeyTerm]:
-        if pending.terms is None:
-            pending.terms = key_terms(pending.sources, self.config.summarization_coverage_terms)
-        return pending.terms
-
-    def _judge(self, pending: _Pending, text: object) -> SummaryOutcome:
-        found = self._terms(pending)
-        reason = garbage_reason(text)
-        if reason is not None or not isinstance(text, str):
-            return self._heuristic(pending.task, pending.sources, f"garbage: {reason}", found)
-        body = self._redact(text.strip())
-        minimum = self.config.summarization_min_coverage
-        cov = coverage_of(body, found)
-        if round(cov * 1e9) < round(minimum * 1e9):
-            return self._heuristic(pending.task, pending.sources,
-                                   f"low coverage {cov:.2f} < {minimum:.2f}", found)
-        return self._done(pending.task, pending.sources, body, "llm", None, cov, found)
-
-    def _heuristic(
-        self,
-        task: SummarizationTask,
-        sources: tuple[SourceEvent, ...],
-        reason: str,
-        found: list[KeyTerm] | None = None,
-    ) -> SummaryOutcome:
-        cfg = self.config
-        if found is None:
-            found = key_terms(sources, cfg.summarization_coverage_terms)
-        text = self._redact(heuristic_summary(
-            sources, max_chars=cfg.summarization_heuristic_max_chars,
-            terms=cfg.summarization_coverage_terms, found=found))
-        return self._done(task, sources, text, "heuristic", reason, coverage_of(text, found),
-                          found)
-
-    def _done(
-        self,
-        task: SummarizationTask,
-        sources: tuple[SourceEvent, ...],
-        text: str,
-        path: SummaryPath,
-        reason: str | None,
-        cov: float,
-        found: list[KeyTerm],
-    ) -> SummaryOutcome:
-        task.status = TaskStatus.COMPLETED
-        total = sum(len(s.content) for s in sources)
-        ratio = round(max(0.0, 1.0 - len(text) / total), 6) if total else 0.0
-        return SummaryOutcome(
-            task=task,
-            summary_text=text,
-            source_keys=tuple(s.key for s in sources),
-            used_fallback=path == "heuristic",
-            reduction_ratio=ratio,
-            path=path,
-            reason=None if reason is None else self._clip_reason(reason),
-            coverage=round(cov, 9),
-            importance=max(s.importance for s in sources),
-            tags=tuple(t.text for t in found if t.kind == "tag"),
-            recency_anchor=max(s.recency_anchor for s in sources),
-        )
-
-    def _kept(
-        self,
-        task: SummarizationTask,
-        sources: tuple[SourceEvent, ...],
-        status: TaskStatus,
-        reason: str,
-    ) -> SummaryOutcome:
-        clipped = self._clip_reason(reason)
-        task.status = status
-        task.failure_reason = clipped
-        return SummaryOutcome(
-            task=task,
-            summary_text=None,
-            source_keys=tuple(s.key for s in sources),
-            used_fallback=False,
-            reduction_ratio=0.0,
-            path="none",
-            reason=clipped,
-            coverage=0.0,
-            importance=max(s.importance for s in sources),
-            tags=(),
-            recency_anchor=max(s.recency_anchor for s in sources),
-        )
-
-    def _clip_reason(self, reason: str) -> str:
-        text = " ".join(self._redact(reason).split())
-        return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> dict[str, Any]:
@@ -654,52 +536,18 @@ class Summarizer:
         Raises:
             InputInvalidError: ``state`` is malformed (state unchanged).
         """
-        try:
-            if state["version"] != STATE_VERSION:
-                raise ValueError(f"unsupported state version {state['version']!r:.20}")
-            counters = {str(a): int(n) for a, n in state["counters"].items()}
-            next_check = {str(a): int(t) for a, t in state["nextCheck"].items()}
-            pending: dict[str, _Pending] = {}
-            by_agent: dict[str, str] = {}
-            for item in state["pending"]:
-                entry = _Pending.from_state(item)
-                task, sources = entry.task, entry.sources
-                if task.status not in _PENDING or task.id in pending:
-                    raise ValueError(f"task {task.id!r:.80} is not a distinct pending task")
-                if task.agent_id in by_agent:
-                    raise ValueError(f"two pending tasks for agent {task.agent_id!r:.80}")
-                if [s.id for s in sources] != task.source_ids or not sources:
-                    raise ValueError(f"sources of task {task.id!r:.80} disagree with it")
-                prefix, _, number = task.id.rpartition(":")
-                if (prefix != f"sum:{task.agent_id}" or not number.isdigit()
-                        or int(number) >= counters.get(task.agent_id, 0)):
-                    raise ValueError(f"task id {task.id!r:.80} does not match the counters")
-                pending[task.id] = entry
-                by_agent[task.agent_id] = task.id
-            ready = [_Pending.from_state(r) for r in state["ready"]]
-            for r in ready:
-                if not r.sources or not r.reason or r.task.id in pending or (
-                        r.task.status is not TaskStatus.QUEUED):
-                    raise ValueError(f"ready task {r.task.id!r:.80} is malformed")
-            late = {t.id: t for t in map(SummarizationTask.parse, state["late"])}
-            held = [SummaryOutcome.from_state(o) for o in state["held"]]
-            waiting = {r.task.agent_id for r in ready} | {o.task.agent_id for o in held}
-            if len(waiting) != len(ready) + len(held) or waiting & set(by_agent):
-                raise ValueError("an agent has two unfinished summarization tasks")
-        except MemoryEngineError as exc:
-            raise InputInvalidError(f"malformed summarizer state: {exc.message}"[:300]) from exc
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InputInvalidError(f"malformed summarizer state: {exc}"[:300]) from exc
-        self._counters, self._next, self._late, self._held = counters, next_check, late, held
-        self._waiting = waiting
-        self._pending, self._by_agent, self._ready = pending, by_agent, ready
+        saved = parse_state(state)
+        self._counters, self._next, self._late, self._held = (
+            saved.counters, saved.next_check, saved.late, saved.held)
+        self._waiting = saved.waiting
+        self._pending, self._by_agent, self._ready = saved.pending, saved.by_agent, saved.ready
 
     def _check(self) -> None:
         """Assert the invariants (tests call this after each operation)."""
         assert len(self._pending) == len(self._by_agent), "lock map out of step"
         for agent_id, tid in self._by_agent.items():
             p = self._pending[tid]
-            assert p.task.agent_id == agent_id and p.task.status in _PENDING
+            assert p.task.agent_id == agent_id and p.task.status in PENDING_STATUSES
             assert [s.id for s in p.sources] == p.task.source_ids and p.sources
             assert int(tid.rsplit(":", 1)[1]) < self._counters[agent_id]
         for ready in self._ready:
