@@ -4,7 +4,8 @@ Modules: ``validation`` (validate_item, validate_mapping, PendingRecord),
 ``frame_checks`` (an ``ingest_batch`` frame's plain items checked column by column:
 plain_frame, PendingColumns), ``pipeline`` (Ingestor: validated items to column values),
 ``claims`` (Claim, ClaimOutcome, TRUST: supersession of structured claims),
-``typed_extraction`` (seed 002: the extraction prompt and the typed-memory parser).
+``typed_extraction`` (seed 002: the extraction prompt) and ``typed_parsing`` (the
+typed-memory parser).
 """
 
 from f09_memory.ingestion.claims import TRUST, Claim, ClaimOutcome, normalize_value
