@@ -96,6 +96,10 @@ class AgentColumns:
         n = len(slot_list)
         if all_episodic:
             self._counts[_EPISODIC] += n
+        elif n <= SCALAR_MAX:  # a few codes: scalar adds beat a bincount
+            counts = self._counts
+            for code in new.layer:
+                counts[code] += 1
         else:
             self.layer_counts += np.bincount(np.asarray(new.layer, dtype=np.intp),
                                              minlength=_N_LAYERS)
