@@ -62,15 +62,19 @@ class AgentOrder:
         Runtime complexity: O(n) numpy plus O(k log k).
         """
         hi = self.hi
-        mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
-            self.layer[:hi] == layer.code)
-        slots = np.flatnonzero(mask)
-        if k <= 0 or slots.shape[0] == 0:
-            return np.zeros(0, dtype=np.intp)
-        if k < slots.shape[0]:
+        if layer is None and len(self.slot_of) == hi:  # no free slot below hi: all live
+            slots = np.arange(hi, dtype=np.intp)
+            anchors = self.anchor[:hi]
+        else:
+            mask = self.alive[:hi] if layer is None else self.alive[:hi] & (
+                self.layer[:hi] == layer.code)
+            slots = np.flatnonzero(mask)
             anchors = self.anchor[slots]
-            cut = np.partition(anchors, slots.shape[0] - k)[slots.shape[0] - k]
-            slots = slots[anchors >= cut]
+        n = slots.shape[0]
+        if k <= 0 or n == 0:
+            return np.zeros(0, dtype=np.intp)
+        if k < n:  # every record at or above the k-th newest anchor (ties kept for the keys)
+            slots = slots[np.flatnonzero(anchors >= np.partition(anchors, n - k)[n - k])]
         order = np.lexsort((-self.key[slots], -self.anchor[slots]))[:k]
         result: NDArray[np.intp] = slots[order]
         return result

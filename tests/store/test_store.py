@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.store import EpisodicRing, MemoryStore, split_record_id
@@ -226,3 +228,29 @@ def test_reinforce_ends_as_updates_one_by_one() -> None:
     assert [0.25, 0.75, 1.0] == batch.importance[slots].tolist()
     assert (batch.rev[slots] > revs[slots]).all() and len(set(batch.rev[slots].tolist())) == 3
     batch._check()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "forget", "touch"]),
+                          st.integers(0, 5), st.sampled_from(["episodic", "semantic"])),
+                min_size=1, max_size=40), st.integers(0, 12))
+def test_recent_is_the_newest_by_anchor_then_id_with_or_without_free_slots(
+        ops: list[tuple[str, int, str]], k: int) -> None:
+    """Ties on the anchor go to the higher id; forgotten records leave free slots (the
+    general path), a store without any takes the all-live path."""
+    engine = MemoryEngine(MemoryConfig(episodic_max=8), embedder=None)
+    for i, (op, t, layer) in enumerate(ops):
+        ids = [r.id for r in engine.records("a")] if "a" in engine.agents() else []
+        if op == "add" or not ids:
+            engine.ingest("a", f"memory {i}", layer=layer, now=t)
+        elif op == "forget":
+            engine.forget([ids[t % len(ids)]])
+        else:
+            engine.update(ids[t % len(ids)], importance=0.9)
+    if "a" not in engine.agents():
+        return
+    everyone = engine.records("a")
+    for layer in (None, "semantic"):
+        pool = [r for r in everyone if layer is None or r.layer.value == layer]
+        expected = sorted(pool, key=lambda r: (r.recency_anchor, r.id), reverse=True)[:k]
+        assert [r.id for r in expected] == [r.id for r in engine.recent("a", k, layer)]
