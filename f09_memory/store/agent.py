@@ -436,6 +436,14 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.next_rev += 1
         self.dirty = True
 
+    def _unhash_many(self, slots: NDArray[np.intp]) -> None:
+        """:meth:`_unhash` of distinct ``slots``: their revs move in one numpy pass."""
+        for slot in slots[self.hashed[slots]].tolist():
+            self._unhash(slot)
+        self.rev[slots] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
+        self.next_rev += len(slots)
+        self.dirty = True
+
     def remove(self, key: int) -> Removed:
         """Remove the live record ``key``. Runtime complexity: O(1) amortized."""
         slot = self.slot_of.pop(key)
@@ -484,11 +492,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             for slot, key in zip(slots, keys, strict=True):
                 self._forget_fingerprint(slot, key)
         index = np.asarray(slots, dtype=np.intp)
-        for slot in index[self.hashed[index]].tolist():
-            self._unhash(slot)
-        self.rev[index] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
-        self.next_rev += len(slots)
-        self.dirty = True
+        self._unhash_many(index)
         self.alive[index] = False
         self.embedded[index] = False
         self._unindex(keys)
@@ -557,11 +561,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         distinct slots (a frame's dedup reinforcements of one agent).
         Runtime complexity: O(n) numpy.
         """
-        for slot in slots[self.hashed[slots]].tolist():
-            self._unhash(slot)
-        self.rev[slots] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
-        self.next_rev += len(slots)
-        self.dirty = True
+        self._unhash_many(slots)
         self.importance[slots] = importance
         self.anchor[slots] = np.maximum(self.anchor[slots], now)
 
