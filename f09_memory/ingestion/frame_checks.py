@@ -167,14 +167,10 @@ class PlainFrame(NamedTuple):
 
     def pending(self) -> list[PendingRecord]:
         """Each plain item's ``PendingRecord``, in order."""
-        n = len(self.content)
-        layer = itertools.repeat(_EPISODIC, n) if self.layer is None else self.layer
-        tags = itertools.repeat((), n) if self.tags is None else self.tags
-        flagged = itertools.repeat(False, n) if self.flagged is None else self.flagged
-        none = (None,) * n
-        return list(map(_new_pending, itertools.repeat(PendingRecord, n), zip(
-            self.content, layer, self.importance, tags, none, none, flagged, none,
-            strict=False)))
+        layer, tags, flagged = (None if column is None else tuple(column)
+                                for column in (self.layer, self.tags, self.flagged))
+        return list(PendingColumns(tuple(self.content), tuple(self.importance), layer, tags,
+                                   flagged))
 
     def groups(self) -> dict[str, PendingColumns]:
         """Each agent's items as columns, in input order (agents in first-appearance order).
