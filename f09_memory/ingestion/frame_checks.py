@@ -167,10 +167,10 @@ class PlainFrame(NamedTuple):
 
     def pending(self) -> list[PendingRecord]:
         """Each plain item's ``PendingRecord``, in order."""
-        layer, tags, flagged = (None if column is None else tuple(column)
-                                for column in (self.layer, self.tags, self.flagged))
-        return list(PendingColumns(tuple(self.content), tuple(self.importance), layer, tags,
-                                   flagged))
+        layer, tags, flagged = self.layer, self.tags, self.flagged
+        return list(PendingColumns(
+            tuple(self.content), tuple(self.importance), None if layer is None else tuple(layer),
+            None if tags is None else tuple(tags), None if flagged is None else tuple(flagged)))
 
     def groups(self) -> dict[str, PendingColumns]:
         """Each agent's items as columns, in input order (agents in first-appearance order).
