@@ -511,14 +511,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
             InputInvalidError: The engine is not in async embedding mode, or ``executor``
                 has no ``submit``.
         """
-        pending = self._semantic.pending
-        if pending is None:
-            raise InputInvalidError("set_embed_executor needs MemoryConfig(embedding_mode="
-                                    "'async')", details={"field": "embedding_mode"})
-        if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise InputInvalidError("executor must be a concurrent.futures.Executor",
-                                    details={"field": "executor"})
-        pending.set_executor(executor)
+        self._semantic.set_executor(executor)
 
     # ------------------------------------------------------------------ maintenance
     @journaled

@@ -24,6 +24,9 @@ __all__ = ["PendingColumns", "PlainFrame", "plain_frame", "simple_batch"]
 
 _EPISODIC = MemoryLayer.EPISODIC
 _new_pending = tuple.__new__  # builds a PendingRecord without its Python-level __new__
+_DEFAULTS: dict[str, tuple[Any, ...]] = {"layer": (_EPISODIC,), "tags": ((),),
+                                         "flagged": (False,)}
+"""What a ``PendingColumns`` column held as ``None`` repeats: one item's default."""
 _FRAME_KEYS = frozenset({"agent_id", "content", "importance", "layer", "tags", "flagged"})
 _FRAME_KEYS_EXTRA = frozenset({"layer", "tags", "flagged"})
 _NONE_OR_FLOAT = frozenset({type(None), float})
@@ -127,13 +130,15 @@ class PendingColumns(Sequence[PendingRecord]):
     def __repr__(self) -> str:
         return f"PendingColumns({list(self)!r})"
 
+    def column(self, name: str) -> tuple[Any, ...]:
+        """Column ``name``, its default written out when it is held as ``None``."""
+        value: tuple[Any, ...] | None = getattr(self, name)
+        return _DEFAULTS[name] * len(self.content) if value is None else value
+
     def columns(self) -> tuple[tuple[Any, ...], ...]:
         """``(content, importance, layer, tags, flagged)``, defaults written out."""
-        n = len(self.content)
-        return (self.content, self.importance,
-                (_EPISODIC,) * n if self.layer is None else self.layer,
-                ((),) * n if self.tags is None else self.tags,
-                (False,) * n if self.flagged is None else self.flagged)
+        return (self.content, self.importance, self.column("layer"), self.column("tags"),
+                self.column("flagged"))
 
     @staticmethod
     def joined(runs: Sequence[PendingColumns]) -> tuple[tuple[Any, ...], ...]:
@@ -141,12 +146,10 @@ class PendingColumns(Sequence[PendingRecord]):
         chain = itertools.chain.from_iterable
         content = tuple(chain(run.content for run in runs))
         importance = tuple(chain(run.importance for run in runs))
-        n = len(content)
         layer, tags, flagged = (
-            default * n if all(getattr(run, name) is None for run in runs)
-            else tuple(chain(run.columns()[at] for run in runs))
-            for name, at, default in (("layer", 2, (_EPISODIC,)), ("tags", 3, ((),)),
-                                      ("flagged", 4, (False,))))
+            _DEFAULTS[name] * len(content) if all(getattr(run, name) is None for run in runs)
+            else tuple(chain(run.column(name) for run in runs))
+            for name in ("layer", "tags", "flagged"))
         return content, importance, layer, tags, flagged
 
 

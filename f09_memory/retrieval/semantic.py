@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from operator import itemgetter
 from typing import Any
 
@@ -293,6 +294,21 @@ class SemanticMemory:
             done += attached
             agents += blocks
         return done, agents
+
+    def set_executor(self, executor: Executor | None) -> None:
+        """Run async embedding jobs on ``executor`` (``None``: the engine's own pool).
+
+        Raises:
+            InputInvalidError: Not in async embedding mode, or ``executor`` has no
+                ``submit``.
+        """
+        if self.pending is None:
+            raise InputInvalidError("set_embed_executor needs MemoryConfig(embedding_mode="
+                                    "'async')", details={"field": "embedding_mode"})
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise InputInvalidError("executor must be a concurrent.futures.Executor",
+                                    details={"field": "executor"})
+        self.pending.set_executor(executor)
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
                     vectors: NDArray[np.float32]) -> None:

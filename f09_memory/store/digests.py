@@ -28,8 +28,8 @@ _HEAD = struct.Struct("<qbq?qqiqbb?i")
 def record_digest(am: AgentMemory, slot: int, quantum: int) -> bytes:
     """The 16-byte digest of the record in ``slot`` (every stored field)."""
     # ``item`` reads a Python scalar, as the struct and the tag table want.
-    key, layer, importance, flagged, created, anchor, deadline, status, redacted, tagset, \
-        _, _ = am._arrays
+    key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
+        _, _, _ = am._arrays
     k = key.item(slot)
     h = hashlib.sha256(_HEAD.pack(
         k, layer.item(slot), round(importance.item(slot) * quantum), flagged.item(slot),
@@ -39,7 +39,7 @@ def record_digest(am: AgentMemory, slot: int, quantum: int) -> bytes:
     assert text is not None
     h.update(text.encode("utf-8", "surrogatepass"))
     h.update(b"\x00")
-    h.update("\x1f".join(am.tags.get(tagset.item(slot))).encode("utf-8", "surrogatepass"))
+    h.update("\x1f".join(am.tags_of(slot)).encode("utf-8", "surrogatepass"))
     h.update(b"\x00")
     source = am.source_event.get(k)
     if source is not None:
