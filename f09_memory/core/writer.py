@@ -211,22 +211,17 @@ class Writer:
             built = self.ingestor.build_groups(
                 [(items, am.reserve_keys(len(items)), vocabulary(am.agent_id))
                  for am, items in groups], now, tags, anchor)
-            free_below = self._free_below
             for (am, _), (new, labels) in zip(groups, built, strict=True):
                 results.append(new.keys)
                 slots, evicted = am.add_batch(new)
-                capped: Sequence[Removed] = ()
-                if len(am.slot_of) - am.ring.live > free_below:  # near a cap (see _hold_caps)
-                    capped = []
-                    self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
+                capped = self._hold_caps(am, now, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         else:
             assert stored_texts is not None
             for am, new, slots, evicted, labels, placed in self._dedup.store(
                     groups, stored_texts, now, window, events):
                 results.append(placed)
-                capped = []
-                self._hold_caps(am, now, capped, new.keys[0] if len(new.keys) == 1 else None)
+                capped = self._hold_caps(am, now, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         stored = self.on_stored
         if stored is not None:
@@ -283,8 +278,8 @@ class Writer:
                                                    remaining=am.live))
         return results
 
-    def _hold_caps(self, am: AgentMemory, now: int, out: list[Removed],
-                   keep: int | None = None) -> None:
+    def _hold_caps(self, am: AgentMemory, now: int,
+                   keep: int | None = None) -> Sequence[Removed]:
         """Evict down to the cap every capped layer of ``am`` past ``cap + slack``.
 
         The records go in compaction order (lowest decayed score first, flagged last, the
@@ -293,19 +288,24 @@ class Writer:
         O(n) numpy selection per ``slack`` ingests. ``keep`` (a single ingest's new key) is
         never the one evicted. The caller reports them (``memory:record:expired`` reason
         ``retention``, then one ``memory:compaction``).
+
+        Returns:
+            The records removed, in order (an empty tuple, the common case, when none).
         """
         if len(am.slot_of) - am.ring.live <= self._free_below:  # the common case: far below
-            return
+            return ()
         codes, caps, hard = self._hard
         counts = am.layer_counts[codes]
         if not (counts > hard).any():
-            return
+            return ()
+        out: list[Removed] = []
         for i in np.flatnonzero(counts > hard).tolist():
             code = int(codes[i])
             excess = int(counts[i] - caps[i])
             victims = self._compactor.select(am, code, now, excess + (keep is not None))
             chosen = [key for key in victims.tolist() if key != keep][:excess]
             out.extend(am.remove(key) for key in chosen)
+        return out
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""
@@ -481,9 +481,7 @@ class Writer:
         layer = item.layer
         slot, evicted = am.add_one(key, layer.code, importance, item.flagged, now, tokens,
                                    deadline, tag_id, bool(labels), content)
-        capped: list[Removed] = []
-        if len(am.slot_of) - am.ring.live > self._free_below:
-            self._hold_caps(am, now, capped, keep=key)
+        capped = self._hold_caps(am, now, keep=key)
         wants = self.bus.wants
         if wants(_CREATED) or ((evicted is not None or capped) and wants(_EXPIRED)) or (
                 labels and wants(_REDACTED)) or (capped and wants(_COMPACTION)) or (
