@@ -127,9 +127,26 @@ def compressed_copy(
     values["tokens_estimate"] = tokens
     if drop_metadata:
         meta = record.metadata
-        values["metadata"] = RecordMetadata(flagged=meta.flagged,
-                                            source_ref_ids=meta.source_ref_ids)
+        values["metadata"] = _kept_metadata(meta.flagged, meta.source_ref_ids)
     return trusted(MemoryRecord, values)
+
+
+_KEPT_PLAIN = {
+    flagged: trusted(RecordMetadata, {
+        "tags": (), "source_event": None, "source_ref_ids": (), "spatial": None,
+        "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
+    for flagged in (False, True)
+}
+"""The metadata ``drop_metadata`` leaves on a record without source refs (shared: frozen)."""
+
+
+def _kept_metadata(flagged: bool, source_ref_ids: tuple[str, ...]) -> RecordMetadata:
+    """Metadata with only ``flagged`` and ``source_ref_ids`` (what ``drop_metadata`` keeps)."""
+    if not source_ref_ids:
+        return _KEPT_PLAIN[flagged]
+    return trusted(RecordMetadata, {
+        "tags": (), "source_event": None, "source_ref_ids": source_ref_ids, "spatial": None,
+        "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
 
 
 def compress_record(

@@ -70,10 +70,11 @@ class RecordReader:
         self.store = store
         self._version = version
         self._capacity = capacity
-        self._cache: dict[str, tuple[dict[int, int], dict[int, MemoryRecord]]] = {}
-        """Per agent: slot -> rev and slot -> record; an entry counts only while the rev
-        matches. Two maps, not one of pairs: the revs' map holds no object the garbage
-        collector visits, and no pair per record is kept."""
+        self._cache: dict[str, dict[int, MemoryRecord]] = {}
+        """Per agent: rev -> record. A record's ``rev`` moves with every change of it and is
+        never given to another record of the agent, so an entry is valid while its rev is
+        in the columns; a changed record's old entry waits for the capacity's clear. One
+        map keyed by ints: no pair per record is kept for the garbage collector to visit."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
@@ -115,12 +116,12 @@ class RecordReader:
         self._last.clear()
         self._cached = 0
 
-    def _agent_cache(self, agent_id: str) -> tuple[dict[int, int], dict[int, MemoryRecord]]:
+    def _agent_cache(self, agent_id: str) -> dict[int, MemoryRecord]:
         if self._cached >= self._capacity:
             self.clear()
         cache = self._cache.get(agent_id)
         if cache is None:
-            cache = self._cache[agent_id] = ({}, {})
+            cache = self._cache[agent_id] = {}
         return cache
 
     def build(self, am: AgentMemory, slot: int) -> MemoryRecord:
@@ -128,17 +129,12 @@ class RecordReader:
         cache = self._cache.get(am.agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(am.agent_id)
-        revs, records = cache
         rev = am.rev.item(slot)
-        held = revs.get(slot)
-        if held == rev:
-            return records[slot]
-        record = self._make(am, slot, am.key.item(slot),
-                            self._version() if am.embedded.item(slot) else None)
-        if held is None:
+        record = cache.get(rev)
+        if record is None:
+            record = cache[rev] = self._make(
+                am, slot, am.key.item(slot), self._version() if am.embedded.item(slot) else None)
             self._cached += 1
-        revs[slot] = rev  # replaces what the slot held before (freed memory)
-        records[slot] = record
         return record
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
@@ -194,8 +190,7 @@ class RecordReader:
         cache = self._cache.get(agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(agent_id)
-        revs, records = cache
-        record = _new_record({
+        record = cache[am.rev.item(slot)] = _new_record({
             "id": f"{agent_id}:{key:010d}",
             "layer": layer,
             "agent_id": agent_id,
@@ -211,10 +206,7 @@ class RecordReader:
             "redacted": redacted,
             "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         })
-        if slot not in revs:
-            self._cached += 1
-        revs[slot] = am.rev.item(slot)
-        records[slot] = record
+        self._cached += 1
         return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
@@ -228,24 +220,17 @@ class RecordReader:
         last = self._last.get(am.agent_id)
         if last is not None and last[0] == am.next_rev and last[1] == picked:
             return list(last[2])
-        held, records = self._agent_cache(am.agent_id)
-        slot_list = slots.tolist()
+        cache = self._agent_cache(am.agent_id)
         revs = am.rev[slots].tolist()
-        out: list[MemoryRecord | None] = [
-            records[slot] if have == rev else None
-            for slot, have, rev in zip(slot_list, map(held.get, slot_list), revs, strict=True)]
+        out: list[MemoryRecord | None] = list(map(cache.get, revs))
         if not all(out):  # a record object is always true: only misses are None
             version = self._version()
             make = self._make
             for i in [i for i, record in enumerate(out) if record is None]:
-                slot = slot_list[i]
-                if slot not in held:
-                    self._cached += 1
-                record = make(am, slot, am.key.item(slot),
-                              version if am.embedded.item(slot) else None)
-                held[slot] = revs[i]
-                records[slot] = record
-                out[i] = record
+                slot = int(slots[i])
+                out[i] = cache[revs[i]] = make(am, slot, am.key.item(slot),
+                                               version if am.embedded.item(slot) else None)
+                self._cached += 1
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]

@@ -35,8 +35,6 @@ import unicodedata
 from enum import StrEnum
 from typing import Any, Final
 
-import yaml
-
 from f09_memory.errors import InputInvalidError
 from f09_memory.schema.base import BoundaryModel
 
@@ -342,6 +340,8 @@ def _parse_block(index: int, content: str) -> TypedMemory | TypedExtractionDiagn
             TypedDiagnosticReason.FRONTMATTER_MISSING,
             "frontmatter is not closed by a '---' line",
         )
+    import yaml  # here, not at the top: start-up of programs that never parse frontmatter
+
     try:
         data: Any = yaml.safe_load("\n".join(lines[first + 1 : end]))
     except Exception as exc:  # parser boundary: PyYAML also raises ValueError etc.

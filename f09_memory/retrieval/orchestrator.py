@@ -25,6 +25,7 @@ bundle is per agent. Its bundles are identical to ``retrieve``'s, one by one.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -94,6 +95,8 @@ _COMPRESSED_MAX = 32_768
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
 _PURPOSE_VALUES = {purpose: purpose.value for purpose in Purpose}
 _PRESSURE_VALUES = {pressure: pressure.value for pressure in PressureState}
+_TOKENS = operator.attrgetter("tokens_estimate")
+"""A compressed record's token count (always set: :func:`compressed_copy` sets it)."""
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -564,4 +567,4 @@ class Retriever:
                         record, *text, drop_metadata=profile.drop_metadata)
                     self._compressed_count += 1
         records: list[MemoryRecord] = out  # type: ignore[assignment]
-        return records, sum(r.tokens_estimate or 0 for r in records)
+        return records, sum(map(_TOKENS, records))

@@ -16,6 +16,7 @@ from f09_memory.compression import (
 )
 from f09_memory.errors import ErrorCode
 from f09_memory.packing import HeuristicTokenCounter
+from f09_memory.schema.records import RecordMetadata
 
 COUNTER = HeuristicTokenCounter(4.0)
 
@@ -82,6 +83,13 @@ def test_compress_record_can_drop_metadata_but_keeps_flag_and_sources() -> None:
         out.metadata.flagged, out.metadata.source_ref_ids, out.metadata.tags,
         out.metadata.spatial)
     assert engine.get(rec.id).metadata.spatial is not None
+    assert out.metadata == RecordMetadata(flagged=True, source_ref_ids=("a:0000000009",))
+    for flagged in (False, True):  # the shared metadata of records without source refs
+        plain = engine.ingest("a", "The well ran dry. Nobody noticed.", flagged=flagged, now=1)
+        kept = compress_record(plain, strategy="first_sentence_tags", ratio=0.55,
+                               counter=COUNTER, drop_metadata=True).metadata
+        assert kept == RecordMetadata(flagged=flagged)
+        assert kept.model_dump() == RecordMetadata(flagged=flagged).model_dump()
 
 
 def test_pressure_profile_chooses_the_strategy() -> None:

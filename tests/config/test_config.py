@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine
-from f09_memory.config import ENV_FIELDS, ScoreWeights
+from f09_memory.config import ScoreWeights
+from f09_memory.config.env import ENV_FIELDS
 from f09_memory.core.digest import config_fingerprint
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.redaction import DEFAULT_PATTERNS

@@ -184,8 +184,8 @@ def test_an_agent_holds_no_per_record_container_the_garbage_collector_visits() -
 
 
 def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
-    """Records handed back are cached by slot; the cache adds no GC-tracked object of its
-    own per record (its rev map holds only ints, so the collector skips it)."""
+    """Records handed back are cached by rev; the cache adds no GC-tracked object of its
+    own per record (one map from int to record, no pair per record)."""
     import gc
 
     from f09_memory import MemoryConfig, MemoryEngine
@@ -194,15 +194,33 @@ def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
     engine.ingest_many("a", [f"word {i}." for i in range(1_000)], now=1)
     records = engine.records("a")
     gc.collect()
-    revs, cached = engine._reader._cache["a"]
-    assert len(revs) == len(cached) == len(records) == 1_000
-    assert not gc.is_tracked(revs)
-    assert all(cached[slot] is record for slot, record in zip(
+    cached = engine._reader._cache["a"]
+    assert len(cached) == len(records) == 1_000
+    assert all(cached[rev] is record for rev, record in zip(
         sorted(cached), records, strict=True))
     tracked_before = len(gc.get_objects())
     engine.records("a")  # served from the cache: nothing new is kept
     gc.collect()
     assert len(gc.get_objects()) <= tracked_before + 10
+
+
+def test_the_record_cache_never_serves_a_changed_or_replaced_record() -> None:
+    """A cached object is served only for its own rev: an update, and a new record in a
+    freed slot, are built afresh (and the old objects stay as they were)."""
+    from f09_memory import MemoryConfig, MemoryEngine
+
+    engine = MemoryEngine(MemoryConfig(), embedder=None, seed=0)
+    well, mill = engine.ingest_many("a", [{"content": c, "importance": 0.2}
+                                          for c in ("the well", "the mill")], now=1).ids
+    before = engine.records("a")
+    engine.update(well, importance=0.9)
+    after = engine.records("a")
+    assert after[0] is not before[0] and after[0].importance == 0.9
+    assert before[0].importance == 0.2 and after[1] is before[1]
+    engine.forget([mill])
+    fresh = engine.ingest("a", "the bridge", now=3)  # takes the freed slot
+    assert [r.content for r in engine.records("a")] == ["the well", "the bridge"]
+    assert engine.get(fresh.id) == fresh and mill not in [r.id for r in engine.records("a")]
 
 
 def test_reinforce_ends_as_updates_one_by_one() -> None:
