@@ -1,6 +1,6 @@
 """Crowd throughput on Ray shards vs shard count, and the driver's overhead per frame.
 
-A crowd of 1,000 village agents (``determinism.scenario.village_items``: 0-3 observations
+A crowd of 1,000 village agents (``determinism.scenario.village_frame``: 0-3 observations
 each per frame, about 1,500 items) is served frame by frame: one ``ingest_batch`` of the
 frame's items, one ``retrieve_many`` of every agent's request, one ``tick``. Run on the
 single-process engine and on ``ShardedMemoryEngine`` with 1 and 2 shards (a local Ray,
@@ -33,7 +33,7 @@ import pytest
 from targets import SHORT, record
 
 from f09_memory import MemoryConfig, MemoryEngine
-from f09_memory.determinism.scenario import agent_names, village_items
+from f09_memory.determinism.scenario import agent_names, village_frame
 from f09_memory.schema.enums import Purpose, Strategy
 from f09_memory.schema.retrieval import RetrievalRequest
 
@@ -54,8 +54,7 @@ def frames(n: int) -> list[tuple[int, list[dict[str, Any]], list[RetrievalReques
     names = agent_names(AGENTS)
     out = []
     for tick in range(n):
-        items = [{"agent_id": name, **item} for i, name in enumerate(names)
-                 for item in village_items(rng, names, i)]
+        items = village_frame(rng, names)
         requests = [RetrievalRequest(agent_id=name, purpose=PURPOSES[(tick + i) % len(PURPOSES)],
                                      max_tokens=int(rng.integers(100, 800)),
                                      strategy=STRATEGIES[int(rng.integers(0, 4))])

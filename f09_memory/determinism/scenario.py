@@ -32,6 +32,7 @@ __all__ = [
     "agent_names",
     "run_village",
     "scripted_village_llm",
+    "village_frame",
     "village_items",
 ]
 
@@ -114,49 +115,92 @@ def agent_names(agents: int) -> list[str]:
     return [f"npc-{i:03d}" for i in range(agents)]
 
 
-def village_items(rng: np.random.Generator, names: list[str], me: int) -> list[dict[str, Any]]:
-    """Draw this tick's ingest items for agent ``me`` (0-3 items)."""
+def village_frame(rng: np.random.Generator, names: Sequence[str],
+                  agents: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Draw one tick's ingest items for ``agents`` (indexes into ``names``; default all).
+
+    Each agent observes 0-3 items; each item names its agent (``agent_id``), so the frame
+    goes to ``ingest_batch`` as it is. The random values are drawn in bulk, one array per
+    kind of value for the whole frame (so a frame costs a few numpy calls, not a dozen per
+    item): a pure function of the generator's state and the arguments.
+    """
+    who = range(len(names)) if agents is None else agents
+    counts = rng.integers(0, 4, size=len(who))
+    owners = np.repeat(np.asarray(who, dtype=np.intp), counts).tolist()
+    n = len(owners)
+    if not n:
+        return []
+    others = rng.integers(0, len(names), size=n).tolist()
+    places = rng.integers(0, len(_PLACES), size=n).tolist()
+    goods = rng.integers(0, len(_ITEMS), size=n).tolist()
+    digits = rng.integers(0, 10_000, size=n).tolist()
+    templates = rng.integers(0, _TEMPLATE_DRAW, size=n).tolist()  # taken modulo each list
+    rolls = rng.random(n).tolist()
+    rates = rng.random(n).round(3).tolist()
+    sentiments = rng.uniform(-1, 1, size=n).round(3).tolist()
+    xs = rng.uniform(0, 100, size=n).round(2).tolist()
+    ys = rng.uniform(0, 100, size=n).round(2).tolist()
+    given = (rng.random(n) < 0.5).tolist()
+    importances = rng.random(n).round(3).tolist()
+    flags = (rng.random(n) < 0.02).tolist()
     items: list[dict[str, Any]] = []
-    for _ in range(int(rng.integers(0, 4))):
-        other = names[int(rng.integers(0, len(names)))]
+    for j, me in enumerate(owners):
+        other = names[others[j]]
+        place = _PLACES[places[j]]
         fill = {
             "other": other.replace("npc-", "Villager "),
             "other_lower": other.replace("-", ""),
-            "place": _PLACES[int(rng.integers(0, len(_PLACES)))],
-            "item": _ITEMS[int(rng.integers(0, len(_ITEMS)))],
-            "n4": f"{int(rng.integers(0, 10_000)):04d}",
+            "place": place,
+            "item": _ITEMS[goods[j]],
+            "n4": f"{digits[j]:04d}",
         }
-        roll = float(rng.random())
-        item: dict[str, Any]
+        roll, template = rolls[j], templates[j]
+        item: dict[str, Any] = {"agent_id": names[me]}
         if roll < 0.06:
-            item = {"content": _SEMANTIC[int(rng.integers(0, len(_SEMANTIC)))].format(**fill),
-                    "layer": "semantic", "tags": ["fact", fill["place"]]}
+            item.update(content=_SEMANTIC[template % len(_SEMANTIC)].format(**fill),
+                        layer="semantic", tags=["fact", place])
         elif roll < 0.10:
-            item = {"content": _PROCEDURAL[0].format(**fill), "layer": "procedural",
-                    "metadata": {"procedural": {"patternId": f"route-{fill['place']}",
-                                                "successRate": round(float(rng.random()), 3)}}}
+            item.update(content=_PROCEDURAL[0].format(**fill), layer="procedural",
+                        metadata={"procedural": {"patternId": f"route-{place}",
+                                                 "successRate": rates[j]}})
         elif roll < 0.16:
-            sentiment = round(float(rng.uniform(-1, 1)), 3)
-            item = {"content": f"Spoke with {fill['other']}; it went "
-                               f"{'well' if sentiment > 0 else 'badly'}.",
-                    "layer": "social",
-                    "metadata": {"social": {"otherAgentId": other, "sentiment": sentiment}}}
+            sentiment = sentiments[j]
+            item.update(content=f"Spoke with {fill['other']}; it went "
+                                f"{'well' if sentiment > 0 else 'badly'}.",
+                        layer="social",
+                        metadata={"social": {"otherAgentId": other, "sentiment": sentiment}})
         elif roll < 0.21:
-            item = {"content": f"Walked to the {fill['place']}.", "layer": "spatial",
-                    "ttl": 30_000,
-                    "metadata": {"spatial": {"x": round(float(rng.uniform(0, 100)), 2),
-                                             "y": round(float(rng.uniform(0, 100)), 2)}}}
+            item.update(content=f"Walked to the {place}.", layer="spatial", ttl=30_000,
+                        metadata={"spatial": {"x": xs[j], "y": ys[j]}})
         elif roll < 0.23:
-            item = {"content": _PRIVATE[int(rng.integers(0, len(_PRIVATE)))].format(**fill),
-                    "tags": ["private"]}
+            item.update(content=_PRIVATE[template % len(_PRIVATE)].format(**fill),
+                        tags=["private"])
         else:
-            item = {"content": _EPISODIC[int(rng.integers(0, len(_EPISODIC)))].format(**fill),
-                    "tags": [fill["place"]]}
-        if float(rng.random()) < 0.5:
-            item["importance"] = round(float(rng.random()), 3)
-        if float(rng.random()) < 0.02:
+            item.update(content=_EPISODIC[template % len(_EPISODIC)].format(**fill),
+                        tags=[place])
+        if given[j]:
+            item["importance"] = importances[j]
+        if flags[j]:
             item["flagged"] = True
         items.append(item)
+    return items
+
+
+_TEMPLATE_DRAW = 840
+"""Template choices are drawn below this and taken modulo a list's length (840 is a
+multiple of every list length, 1 to 8, so each template of a list is equally likely)."""
+
+
+def village_items(rng: np.random.Generator, names: Sequence[str], me: int
+                  ) -> list[dict[str, Any]]:
+    """Draw this tick's ingest items for agent ``me`` alone (0-3 items, without ``agent_id``).
+
+    :func:`village_frame` for one agent, for hosts that ingest agent by agent
+    (``ingest_many``).
+    """
+    items = village_frame(rng, names, [me])
+    for item in items:
+        del item["agent_id"]
     return items
 
 
@@ -230,17 +274,17 @@ class Village:
         rng, names = self.rng, self.names
         now = (tick + 1) * self.tick_ms
         engine.set_pressure(_pressure_at(tick))
-        frame: list[dict[str, Any]] = []
-        for i, name in enumerate(names):
-            frame.extend({"agent_id": name, **item} for item in village_items(rng, names, i))
+        frame = village_frame(rng, names)
         if frame:  # one call for the whole crowd's observations
             self.ingested += len(engine.ingest_batch(frame, now=now))
+        budgets = rng.integers(100, 800, size=len(names)).tolist()
+        strategies = rng.integers(0, len(_STRATEGIES), size=len(names)).tolist()
         requests = [
             RetrievalRequest(
                 agent_id=name,
                 purpose=_PURPOSES[(tick + i) % len(_PURPOSES)],
-                max_tokens=int(rng.integers(100, 800)),
-                strategy=_STRATEGIES[int(rng.integers(0, len(_STRATEGIES)))],
+                max_tokens=budgets[i],
+                strategy=_STRATEGIES[strategies[i]],
             )
             for i, name in enumerate(names)
         ]
