@@ -13,6 +13,9 @@ import hashlib
 import struct
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
 from f09_memory.canonical import canonical_json
 
 if TYPE_CHECKING:
@@ -50,6 +53,50 @@ def record_digest(am: AgentMemory, slot: int, quantum: int) -> bytes:
     return h.digest()[:16]
 
 
+_HEAD_DTYPE = np.dtype([
+    ("key", "<i8"), ("layer", "i1"), ("importance", "<i8"), ("flagged", "?"),
+    ("created", "<i8"), ("anchor", "<i8"), ("tokens", "<i4"), ("deadline", "<i8"),
+    ("status", "i1"), ("redacted", "i1"), ("embedded", "?"), ("zero", "<i4"),
+])
+"""``_HEAD`` as a packed numpy record: the heads of many records are one array's bytes."""
+assert _HEAD_DTYPE.itemsize == _HEAD.size
+_BATCH_FROM = 8
+"""Below this many records to hash, one ``record_digest`` each (the batch's numpy setup
+costs more than it saves)."""
+
+
+def _digests(am: AgentMemory, slots: NDArray[np.intp], quantum: int) -> list[bytes]:
+    """:func:`record_digest` of each of ``slots``, the fixed-width heads packed by numpy."""
+    heads = np.zeros(slots.shape[0], dtype=_HEAD_DTYPE)
+    for name in ("key", "layer", "flagged", "created", "anchor", "tokens", "deadline",
+                 "status", "redacted", "embedded"):
+        heads[name] = getattr(am, name)[slots]
+    heads["importance"] = np.rint(am.importance[slots] * quantum)  # round() of each
+    raw = heads.tobytes()
+    width = _HEAD_DTYPE.itemsize
+    get_tags = am.tags.get
+    tag_bytes = {tag_id: "\x1f".join(get_tags(tag_id)).encode("utf-8", "surrogatepass")
+                 for tag_id in dict.fromkeys(am.tagset[slots].tolist())}
+    sources, extras = am.source_event, am.extras
+    sha = hashlib.sha256
+    out: list[bytes] = []
+    for i, (key, text, tag_id) in enumerate(zip(
+            am.key[slots].tolist(), am.content[slots].tolist(), am.tagset[slots].tolist(),
+            strict=True)):
+        parts = [raw[i * width:(i + 1) * width], text.encode("utf-8", "surrogatepass"), b"\x00",
+                 tag_bytes[tag_id], b"\x00"]
+        if sources:
+            source = sources.get(key)
+            if source is not None:
+                parts.append(b"s" + source.encode("utf-8", "surrogatepass"))
+        if extras:
+            extra = extras.get(key)
+            if extra is not None:
+                parts.append(b"\x00x" + canonical_json(extra.canonical(), quantum))
+        out.append(sha(b"".join(parts)).digest()[:16])
+    return out
+
+
 def refresh_digest(am: AgentMemory, quantum: int) -> int:
     """Hash the records changed since the last call; return the agent's digest sum.
 
@@ -58,17 +105,20 @@ def refresh_digest(am: AgentMemory, quantum: int) -> int:
     if not am.dirty:
         return am.digest_sum
     hi = am.hi
-    todo = (am.alive[:hi] > am.hashed[:hi]).nonzero()[0].tolist()  # alive and not hashed
+    todo = (am.alive[:hi] > am.hashed[:hi]).nonzero()[0]  # alive and not hashed
     total = am.digest_sum
-    digest_hi, digest_lo, hashed = am.digest_hi, am.digest_lo, am.hashed
-    for slot in todo:
-        raw = record_digest(am, slot, quantum)
-        hi64 = int.from_bytes(raw[:8], "big")
-        lo64 = int.from_bytes(raw[8:], "big")
-        digest_hi[slot] = hi64
-        digest_lo[slot] = lo64
-        hashed[slot] = True
-        total += (hi64 << 64) | lo64
+    if todo.shape[0]:
+        digests = (_digests(am, todo, quantum) if todo.shape[0] > _BATCH_FROM else
+                   [record_digest(am, slot, quantum) for slot in todo.tolist()])
+        halves = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 2)
+        am.digest_hi[todo] = halves[:, 0]
+        am.digest_lo[todo] = halves[:, 1]
+        am.hashed[todo] = True
+        total += sum(map(_as_int, digests))
     am.digest_sum = total & MASK128
     am.dirty = False
     return am.digest_sum
+
+
+def _as_int(digest: bytes) -> int:
+    return int.from_bytes(digest, "big")

@@ -57,3 +57,30 @@ def test_merging_parts_of_engines_that_do_not_share_their_state_is_refused() -> 
     with pytest.raises(ValueError, match="no hash parts"):
         merge_parts([])
     assert combine_parts(HashParts(a.state_hash_parts().header)) == a.state_hash()
+
+
+def test_batched_digests_equal_the_one_record_digest_of_each_record() -> None:
+    """``refresh_digest`` packs many records' heads with numpy: each digest must be the one
+    ``record_digest`` gives that record (tags, source events, sparse metadata, flags, TTLs,
+    redaction, vectors, quantized importance)."""
+    from f09_memory import Claim
+    from f09_memory.store.digests import _digests, record_digest
+
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), seed=1)
+    engine.ingest_many("a", [
+        {"content": "Saw the wolf by the mill.", "tags": ["wolf", "mill"], "importance": 0.1234567},
+        {"content": "Card 4111 1111 1111 1111 was used.", "flagged": True, "ttl": 5_000},
+        {"content": "Walked to the well.", "layer": "spatial",
+         "metadata": {"spatial": {"x": 1.5, "y": -2.25}}, "source_event": "evt-1"},
+        {"content": "Spoke with Bo; it went well.", "layer": "social",
+         "metadata": {"social": {"otherAgentId": "b", "sentiment": 0.25}}},
+        {"content": "naïve café \u2019s text", "importance": 0.5},
+    ], now=10)
+    engine.ingest_claim("a", "Budget is 5 gold.", Claim("project:mill", "budget_is", "5"), now=11)
+    engine.forget([engine.records("a")[1].id])
+    am = engine._state.store.get("a")
+    assert am is not None
+    slots = np.flatnonzero(am.alive[: am.hi])
+    quantum = engine.config.score_quantum
+    assert _digests(am, slots, quantum) == [record_digest(am, int(s), quantum) for s in slots]
+    assert len(set(_digests(am, slots, quantum))) == len(slots) == 5
