@@ -37,6 +37,20 @@ def test_same_seed_same_hash_different_seed_different_hash(
     assert a["stateHash"] == b["stateHash"] != c["stateHash"]
 
 
+def test_a_run_sets_the_collector_back_as_it_found_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``simulate`` freezes start-up objects and collects young objects less often while it
+    runs; an in-process caller (a test, a notebook) gets its collector back unchanged."""
+    import gc
+
+    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+    a = run_json(capsys, "--agents", "3", "--ticks", "10", "--seed", "5")
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (threshold, frozen)
+    b = run_json(capsys, "--agents", "3", "--ticks", "10", "--seed", "5")
+    assert (a["stateHash"], a["retrievalHash"]) == (b["stateHash"], b["retrievalHash"])
+
+
 def test_table_output_via_the_console_script_module() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "f09_memory.cli", "simulate", "--agents", "2", "--ticks", "5",
