@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel
 
 from f09_memory.canonical import DEFAULT_QUANTUM, canonical_json, canonicalize, sha256_hex
+from f09_memory.schema.enums import PressureState
 from f09_memory.schema.records import (
     MemoryRecord,
     ProceduralMeta,
@@ -180,18 +181,71 @@ def record_digest(record: MemoryRecord) -> bytes:
     return hashlib.sha256(_encode(_record_form(record.__dict__)).encode("ascii")).digest()
 
 
-def _bundle_head(bundle: RetrievedBundle) -> _Hash:
-    """sha256 state over the bundle's canonical tail (its totals and diagnostics)."""
+def _bundle_tail(bundle: RetrievedBundle) -> str:
+    """The bundle's canonical tail (its totals and diagnostics) as compact JSON."""
     values = bundle.__dict__
-    tail = [
+    return _fast_tail(values) or _encode([
         BUNDLE_FORM,
         len(values["records"]),
         values["total_tokens"],
         values["truncated"],
         values["strategy_applied"],
         _diagnostics_form(values["diagnostics"]),
-    ]
-    return hashlib.sha256(_encode(tail).encode("ascii"))
+    ])
+
+
+_json_str: Final[Callable[[str], str]] = json.encoder.encode_basestring_ascii
+_TAIL_START: Final = _encode([BUNDLE_FORM])[:-1]
+assert _DIAGNOSTICS_GENERIC == ("candidate_count", "filtered_count", "compression_applied",
+                                "pressure_state", "budget", "semantic_fallback")
+_JSON_BOOL: Final = ("false", "true")
+_COMPONENT_TEXT: dict[int, tuple[ScoreComponent, str]] = {}
+"""The JSON of score components met before (frozen models; the engine reuses the same
+objects from frame to frame), by identity, each kept alive beside its text."""
+_COMPONENTS_MAX: Final = 4_096
+
+
+def _fast_tail(values: dict[str, Any]) -> str | None:
+    """:func:`_bundle_tail` written directly for the types the engine builds.
+
+    About 3x faster than encoding the form; ``None`` for any other value (the general form
+    then decides). A test checks both give the same text.
+    """
+    diagnostics = values["diagnostics"].__dict__
+    total, strategy = values["total_tokens"], values["strategy_applied"]
+    candidates, filtered = diagnostics["candidate_count"], diagnostics["filtered_count"]
+    budget, fallback = diagnostics["budget"], diagnostics["semantic_fallback"]
+    pressure = diagnostics["pressure_state"]
+    truncated, compressed = values["truncated"], diagnostics["compression_applied"]
+    if not (type(total) is int and type(strategy) is str and type(candidates) is int
+            and type(filtered) is int and type(budget) is int and type(truncated) is bool
+            and type(compressed) is bool and type(pressure) is PressureState
+            and (fallback is None or type(fallback) is str)):
+        return None
+    parts = []
+    for component in diagnostics["scoring_breakdown"]:
+        known = _COMPONENT_TEXT.get(id(component))
+        if known is not None and known[0] is component:
+            parts.append(known[1])
+            continue
+        weight = component.weight
+        if type(component) is not ScoreComponent or type(weight) is not float or not (
+                math.isfinite(weight) and type(component.key) is str):
+            return None
+        text = f"[{_json_str(component.key)},{round(weight * DEFAULT_QUANTUM)}]"
+        if len(_COMPONENT_TEXT) >= _COMPONENTS_MAX:
+            _COMPONENT_TEXT.clear()
+        _COMPONENT_TEXT[id(component)] = (component, text)  # kept: its id is not reused
+        parts.append(text)
+    return (f"{_TAIL_START},{len(values['records'])},{total},{_JSON_BOOL[truncated]},"
+            f"{_json_str(strategy)},[{candidates},{filtered},{_JSON_BOOL[compressed]},"
+            f"{_json_str(pressure.value)},{budget},"
+            f"{'null' if fallback is None else _json_str(fallback)},[{','.join(parts)}]]]")
+
+
+def _bundle_head(bundle: RetrievedBundle) -> _Hash:
+    """sha256 state over the bundle's canonical tail (its totals and diagnostics)."""
+    return hashlib.sha256(_bundle_tail(bundle).encode("ascii"))
 
 
 def _bundle_hash(bundle: RetrievedBundle,

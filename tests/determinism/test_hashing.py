@@ -6,11 +6,14 @@ from typing import Any
 import pytest
 
 from f09_memory import (
+    MemoryConfig,
+    MemoryEngine,
     MemoryEngineError,
     MemoryRecord,
     PressureState,
     RecordMetadata,
     RetrievalDiagnostics,
+    RetrievalRequest,
     RetrievedBundle,
     bundle_hash,
 )
@@ -262,3 +265,68 @@ def test_bundle_hasher_with_a_record_twice_and_a_memo_starting_over() -> None:
         hasher = BundleHasher(capacity=capacity)
         assert [bundle_hash(b) for b in (bundle, twice, bundle)] == [
             hasher(b) for b in (bundle, twice, bundle)]
+
+
+def _general_tail(bundle: RetrievedBundle) -> str:
+    values = bundle.__dict__
+    return hashing._encode([
+        hashing.BUNDLE_FORM, len(values["records"]), values["total_tokens"],
+        values["truncated"], values["strategy_applied"],
+        hashing._diagnostics_form(values["diagnostics"])])
+
+
+@pytest.mark.parametrize("change", [
+    {}, *({field: value} for field, value in BUNDLE_CHANGES.items()),
+    {"strategy_applied": 'quote " and \u00e9'},
+])
+def test_the_written_tail_is_the_encoded_form(change: dict[str, Any]) -> None:
+    """The bundle tail written directly for engine-built types is byte for byte the JSON
+    of the general form, diagnostics changed one field at a time too."""
+    bundles = [make_bundle(**change)] + [
+        make_bundle(**change, diagnostics={field: value})
+        for field, value in DIAGNOSTICS_CHANGES.items()]
+    for bundle in bundles:
+        assert hashing._fast_tail(bundle.__dict__) == _general_tail(bundle)
+        assert hashing._bundle_tail(bundle) == _general_tail(bundle)
+
+
+def test_the_tail_of_unexpected_types_takes_the_general_form() -> None:
+    """Values of other types than the engine builds (a subclass, a numpy scalar, a
+    non-finite weight) are left to the general form."""
+    import numpy as np
+
+    class Count(int):
+        pass
+
+    base = make_bundle()
+
+    def diagnostics(**update: Any) -> RetrievedBundle:
+        return base.model_copy(update={"diagnostics": base.diagnostics.model_copy(
+            update=update)})
+
+    odd = [  # copies are not validated: the values keep their types
+        base.model_copy(update={"total_tokens": Count(24)}),
+        diagnostics(scoring_breakdown=[
+            ScoreComponent.model_construct(key="importance", weight=np.float64(0.5))]),
+        diagnostics(budget=np.int64(500)),
+    ]
+    for bundle in odd:
+        assert hashing._fast_tail(bundle.__dict__) is None
+        assert hashing._bundle_tail(bundle) == _general_tail(bundle)
+    nan = diagnostics(scoring_breakdown=[
+        ScoreComponent.model_construct(key="importance", weight=float("nan"))])
+    assert hashing._fast_tail(nan.__dict__) is None  # validation never lets one through
+
+
+def test_engine_bundles_tails_are_the_encoded_form() -> None:
+    """Every pressure, strategy and query case the village plays."""
+    from f09_memory.determinism.scenario import Village
+
+    engine = MemoryEngine(MemoryConfig(), seed=3)
+    village = Village(6, 3)
+    for tick in range(0, 100, 3):
+        for bundle in village(engine, tick):
+            assert hashing._fast_tail(bundle.__dict__) == _general_tail(bundle)
+    query = engine.retrieve(RetrievalRequest(agent_id="npc-001", purpose="dialog",
+                                             max_tokens=200, query="the well"), now=engine.now)
+    assert hashing._fast_tail(query.__dict__) == _general_tail(query)
