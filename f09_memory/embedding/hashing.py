@@ -28,6 +28,7 @@ over flat ``row * dim + bucket`` indices: no per-feature or per-dimension Python
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
 from collections.abc import Sequence
@@ -49,6 +50,10 @@ _UNIGRAM_WEIGHT = 1.0
 _BIGRAM_WEIGHT = 0.5
 _STEM_WEIGHT = 0.5
 _DEFAULT_CACHE_MAX = 200_000
+_MEMO_TEXTS = 16_384
+_MEMO_CHARS = 256
+"""Texts whose word ids are kept, and the longest kept (observations are short and repeat;
+long texts rarely do): at most about 6 MB."""
 _CHUNK = 2048  # texts per bincount, bounding scratch memory to CHUNK * dim float64
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -118,6 +123,8 @@ class HashingEmbedder:
 
     def _reset_cache(self, capacity: int) -> None:
         self._ids: dict[str, int] = {}
+        self._texts: dict[str, tuple[int, ...]] = {}
+        self._texts_max = max(1, min(_MEMO_TEXTS, self._cache_max // 4))
         self._uni_col = np.zeros(capacity, dtype=np.int64)
         self._uni_w = np.zeros(capacity, dtype=np.float64)
         self._stem_col = np.zeros(capacity, dtype=np.int64)
@@ -196,6 +203,45 @@ class HashingEmbedder:
         """
         return _TOKEN.findall(_POSSESSIVE.sub("", text.lower()))
 
+    def _text_ids(self, items: list[str]
+                  ) -> tuple[Sequence[Sequence[int]], list[int] | None]:
+        """The word ids of each text, in order (texts seen before are not tokenized again).
+
+        Returns ``(per text, flat)``: ``flat`` is every id in order when no text was seen
+        before (else ``None``).
+
+        Game observations repeat (templates, the same place names): the ids of a text of at
+        most ``_MEMO_CHARS`` characters are kept in a table of at most ``_MEMO_TEXTS``
+        texts (``cache_max // 4`` if smaller), emptied when full and with the word cache
+        (the ids index it). Only time is saved: the ids name the same words.
+        """
+        memo = self._texts
+        out: list[tuple[int, ...] | None] = list(map(memo.get, items))
+        if None not in out:
+            return out, None  # type: ignore[return-value]  # every text was seen
+        misses = [i for i, known in enumerate(out) if known is None]
+        findall = _TOKEN.findall
+        strip = _POSSESSIVE.sub
+        tokenized = [findall(strip("", items[i].lower())) for i in misses]
+        words = list(itertools.chain.from_iterable(tokenized))
+        ids_of = self._ids
+        unknown = [word for word in words if word not in ids_of]
+        if unknown:
+            self._learn(list(dict.fromkeys(unknown)))
+        found = list(map(ids_of.__getitem__, words))  # every word is known now
+        if len(memo) + len(misses) > self._texts_max:
+            memo.clear()
+        at = 0
+        for i, text_words in zip(misses, tokenized, strict=True):
+            end = at + len(text_words)
+            out[i] = ids = tuple(found[at:end])
+            at = end
+            text = items[i]
+            if len(text) <= _MEMO_CHARS:
+                memo[text] = ids
+        done: list[tuple[int, ...]] = out  # type: ignore[assignment]  # no None is left
+        return done, found if len(misses) == len(items) else None
+
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` in order.
 
@@ -227,21 +273,13 @@ class HashingEmbedder:
         dim = self._dim
         if n == 0:
             return np.zeros((0, dim), dtype=np.float32)
-        findall = _TOKEN.findall
-        strip = _POSSESSIVE.sub
-        tokenized = [findall(strip("", text.lower())) for text in items]
-        counts = np.fromiter(map(len, tokenized), dtype=np.int64, count=n)
+        per_text, in_order = self._text_ids(items)
+        counts = np.fromiter(map(len, per_text), dtype=np.int64, count=n)
         total = int(counts.sum())
         if total == 0:  # no text has a word: all rows are zero
             return np.zeros((n, dim), dtype=np.float32)
-        words = [word for text_words in tokenized for word in text_words]
-        get = self._ids.get
-        found = list(map(get, words))
-        if None in found:
-            unknown = (word for word, i in zip(words, found, strict=True) if i is None)
-            self._learn(list(dict.fromkeys(unknown)))
-            found = list(map(get, words))
-        ids = np.array(found, dtype=np.int64)
+        ids = (np.array(in_order, dtype=np.int64) if in_order is not None else
+               np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64, count=total))
         row_base = np.repeat(np.arange(n, dtype=np.int64) * dim, counts)
         # bigrams: adjacent tokens of the same text
         same_text = row_base[:-1] == row_base[1:]

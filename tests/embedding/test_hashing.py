@@ -101,6 +101,21 @@ def test_cache_eviction_does_not_change_vectors():
         assert big.embed(TEXTS).tobytes() == small.embed(TEXTS).tobytes()
 
 
+def test_texts_seen_before_embed_as_they_did_the_first_time():
+    """Repeated texts are not tokenized again (their word ids are kept): a batch of
+    repeats, a batch mixing repeats and new texts, and a text table that empties itself all
+    give the vectors of a fresh embedder, text by text."""
+    rng = np.random.default_rng(3)
+    words = np.array("the well market smith's forge ale Ale ALE traded 4111 é".split())
+    texts = [" ".join(words[rng.integers(0, len(words), size=6)]) for _ in range(40)]
+    batches = [texts[:10], texts[:10], texts[5:25] + texts[:3], texts, ["", "...", texts[0]]]
+    for embedder in (HashingEmbedder(64), HashingEmbedder(64, cache_max=8)):
+        for batch in batches:
+            fresh = np.vstack([HashingEmbedder(64).embed([t]) for t in batch])
+            assert embedder.embed(batch).tobytes() == fresh.tobytes()
+        assert len(embedder._texts) <= embedder._texts_max
+
+
 def test_possessive_plural_and_bare_name_land_near_each_other():
     emb = HashingEmbedder()
     smith, smiths, possessive, guard = emb.embed(["smith", "smiths", "Smith's", "guard"])
