@@ -107,14 +107,23 @@ def refresh_digest(am: AgentMemory, quantum: int) -> int:
     hi = am.hi
     todo = (am.alive[:hi] > am.hashed[:hi]).nonzero()[0]  # alive and not hashed
     total = am.digest_sum
-    if todo.shape[0]:
-        digests = (_digests(am, todo, quantum) if todo.shape[0] > _BATCH_FROM else
-                   [record_digest(am, slot, quantum) for slot in todo.tolist()])
+    if todo.shape[0] > _BATCH_FROM:  # many: numpy packs the heads, one store per column
+        digests = _digests(am, todo, quantum)
         halves = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 2)
         am.digest_hi[todo] = halves[:, 0]
         am.digest_lo[todo] = halves[:, 1]
         am.hashed[todo] = True
         total += sum(map(_as_int, digests))
+    else:  # a few (the usual case between two hashes): scalar stores
+        digest_hi, digest_lo, hashed = am.digest_hi, am.digest_lo, am.hashed
+        for slot in todo.tolist():
+            raw = record_digest(am, slot, quantum)
+            hi64 = int.from_bytes(raw[:8], "big")
+            lo64 = int.from_bytes(raw[8:], "big")
+            digest_hi[slot] = hi64
+            digest_lo[slot] = lo64
+            hashed[slot] = True
+            total += (hi64 << 64) | lo64
     am.digest_sum = total & MASK128
     am.dirty = False
     return am.digest_sum
