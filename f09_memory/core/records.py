@@ -29,6 +29,9 @@ from f09_memory.store.store import MemoryStore, split_record_id
 __all__ = ["IngestedRecords", "RecordReader"]
 
 _EMPTY_META = RecordMetadata()
+_STALE_SHARE = 2
+_STALE_MIN = 64
+"""An agent's record map is pruned of stale entries past ``2 * live + 64`` entries."""
 _METAS_MAX = 4096
 """Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
 
@@ -73,8 +76,9 @@ class RecordReader:
         self._cache: dict[str, dict[int, MemoryRecord]] = {}
         """Per agent: rev -> record. A record's ``rev`` moves with every change of it and is
         never given to another record of the agent, so an entry is valid while its rev is
-        in the columns; a changed record's old entry waits for the capacity's clear. One
-        map keyed by ints: no pair per record is kept for the garbage collector to visit."""
+        in the columns. Entries of changed or removed records are dropped once an agent's
+        map holds more than twice its live records (:meth:`_prune`). One map keyed by ints:
+        no pair per record is kept for the garbage collector to visit."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
@@ -135,7 +139,23 @@ class RecordReader:
             record = cache[rev] = self._make(
                 am, slot, am.key.item(slot), self._version() if am.embedded.item(slot) else None)
             self._cached += 1
+            if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
+                self._prune(am, cache)
         return record
+
+    def _prune(self, am: AgentMemory, cache: dict[int, MemoryRecord]) -> None:
+        """Drop the entries of records changed or removed since they were built.
+
+        Called when an agent's map holds more than ``_STALE_SHARE`` times its live records
+        (plus ``_STALE_MIN``), so its cost, O(live records), is amortized over as many
+        insertions: O(1) each.
+        """
+        hi = am.hi
+        live = am.rev[:hi][am.alive[:hi]].tolist()
+        kept = {rev: cache[rev] for rev in live if rev in cache}
+        self._cached -= len(cache) - len(kept)
+        cache.clear()
+        cache.update(kept)
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
         """The metadata of a record without sparse parts (shared: models are frozen)."""
@@ -207,6 +227,8 @@ class RecordReader:
             "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         })
         self._cached += 1
+        if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
+            self._prune(am, cache)
         return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
@@ -231,6 +253,8 @@ class RecordReader:
                 out[i] = cache[revs[i]] = make(am, slot, am.key.item(slot),
                                                version if am.embedded.item(slot) else None)
                 self._cached += 1
+            if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
+                self._prune(am, cache)
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]

@@ -223,6 +223,29 @@ def test_the_record_cache_never_serves_a_changed_or_replaced_record() -> None:
     assert engine.get(fresh.id) == fresh and mill not in [r.id for r in engine.records("a")]
 
 
+def test_the_record_cache_drops_entries_of_records_gone_or_changed() -> None:
+    """Churn (a full episodic ring evicting on every ingest, updates, a crowd's frames) never
+    lets an agent's map hold more than twice its live records plus 64 entries, and what it
+    serves is still the current record."""
+    from f09_memory import MemoryConfig, MemoryEngine
+
+    engine = MemoryEngine(MemoryConfig(episodic_max=100), embedder=None, seed=0)
+    for i in range(2_000):
+        engine.ingest("a", f"fact {i % 300}", importance=0.5, now=i)
+        if i % 7 == 0:
+            engine.update(engine.recent("a", 1)[0].id, importance=0.25)
+        if i % 50 == 0:
+            engine.records("a")
+        am = engine._state.store.get("a")
+        assert am is not None
+        assert len(engine._reader._cache["a"]) <= 2 * am.live + 64
+    assert engine._reader._cached == sum(len(c) for c in engine._reader._cache.values())
+    records = engine.records("a")
+    assert [r.content for r in records] == [f"fact {i % 300}" for i in range(1_900, 2_000)]
+    engine._reader.clear()  # built afresh from the columns: the same records
+    assert engine.records("a") == records
+
+
 def test_reinforce_ends_as_updates_one_by_one() -> None:
     """The batch reinforcement of dedup: importance set, anchors moved up to now (never
     back), hashed digests taken out of the sum, every slot's rev moved."""
