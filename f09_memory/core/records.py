@@ -29,9 +29,6 @@ from f09_memory.store.store import MemoryStore, split_record_id
 __all__ = ["IngestedRecords", "RecordReader"]
 
 _EMPTY_META = RecordMetadata()
-_STALE_SHARE = 2
-_STALE_MIN = 64
-"""An agent's record map is pruned of stale entries past ``2 * live + 64`` entries."""
 _METAS_MAX = 4096
 """Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
 
@@ -73,12 +70,10 @@ class RecordReader:
         self.store = store
         self._version = version
         self._capacity = capacity
-        self._cache: dict[str, dict[int, MemoryRecord]] = {}
-        """Per agent: rev -> record. A record's ``rev`` moves with every change of it and is
-        never given to another record of the agent, so an entry is valid while its rev is
-        in the columns. Entries of changed or removed records are dropped once an agent's
-        map holds more than twice its live records (:meth:`_prune`). One map keyed by ints:
-        no pair per record is kept for the garbage collector to visit."""
+        self._cache: dict[str, tuple[dict[int, int], dict[int, MemoryRecord]]] = {}
+        """Per agent: slot -> rev and slot -> record; an entry counts only while the rev
+        matches. Two maps, not one of pairs: the revs' map holds no object the garbage
+        collector visits, and no pair per record is kept."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
@@ -120,12 +115,12 @@ class RecordReader:
         self._last.clear()
         self._cached = 0
 
-    def _agent_cache(self, agent_id: str) -> dict[int, MemoryRecord]:
+    def _agent_cache(self, agent_id: str) -> tuple[dict[int, int], dict[int, MemoryRecord]]:
         if self._cached >= self._capacity:
             self.clear()
         cache = self._cache.get(agent_id)
         if cache is None:
-            cache = self._cache[agent_id] = {}
+            cache = self._cache[agent_id] = ({}, {})
         return cache
 
     def build(self, am: AgentMemory, slot: int) -> MemoryRecord:
@@ -133,29 +128,18 @@ class RecordReader:
         cache = self._cache.get(am.agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(am.agent_id)
+        revs, records = cache
         rev = am.rev.item(slot)
-        record = cache.get(rev)
-        if record is None:
-            record = cache[rev] = self._make(
-                am, slot, am.key.item(slot), self._version() if am.embedded.item(slot) else None)
+        held = revs.get(slot)
+        if held == rev:
+            return records[slot]
+        record = self._make(am, slot, am.key.item(slot),
+                            self._version() if am.embedded.item(slot) else None)
+        if held is None:
             self._cached += 1
-            if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
-                self._prune(am, cache)
+        revs[slot] = rev  # replaces what the slot held before (freed memory)
+        records[slot] = record
         return record
-
-    def _prune(self, am: AgentMemory, cache: dict[int, MemoryRecord]) -> None:
-        """Drop the entries of records changed or removed since they were built.
-
-        Called when an agent's map holds more than ``_STALE_SHARE`` times its live records
-        (plus ``_STALE_MIN``), so its cost, O(live records), is amortized over as many
-        insertions: O(1) each.
-        """
-        hi = am.hi
-        live = am.rev[:hi][am.alive[:hi]].tolist()
-        kept = {rev: cache[rev] for rev in live if rev in cache}
-        self._cached -= len(cache) - len(kept)
-        cache.clear()
-        cache.update(kept)
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
         """The metadata of a record without sparse parts (shared: models are frozen)."""
@@ -210,7 +194,8 @@ class RecordReader:
         cache = self._cache.get(agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(agent_id)
-        record = cache[am.rev.item(slot)] = _new_record({
+        revs, records = cache
+        record = _new_record({
             "id": f"{agent_id}:{key:010d}",
             "layer": layer,
             "agent_id": agent_id,
@@ -226,9 +211,10 @@ class RecordReader:
             "redacted": redacted,
             "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         })
-        self._cached += 1
-        if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
-            self._prune(am, cache)
+        if slot not in revs:
+            self._cached += 1
+        revs[slot] = am.rev.item(slot)
+        records[slot] = record
         return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
@@ -242,19 +228,28 @@ class RecordReader:
         last = self._last.get(am.agent_id)
         if last is not None and last[0] == am.next_rev and last[1] == picked:
             return list(last[2])
-        cache = self._agent_cache(am.agent_id)
+        held, records = self._agent_cache(am.agent_id)
+        slot_list = slots.tolist()
         revs = am.rev[slots].tolist()
-        out: list[MemoryRecord | None] = list(map(cache.get, revs))
+        out: list[MemoryRecord | None] = list(map(records.get, slot_list))
+        if list(map(held.get, slot_list)) == revs:  # all cached and current: compared in C
+            done = tuple(out)
+            self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
+            return out  # type: ignore[return-value]
+        out = [record if have == rev else None
+               for record, have, rev in zip(out, map(held.get, slot_list), revs, strict=True)]
         if not all(out):  # a record object is always true: only misses are None
             version = self._version()
             make = self._make
             for i in [i for i, record in enumerate(out) if record is None]:
-                slot = int(slots[i])
-                out[i] = cache[revs[i]] = make(am, slot, am.key.item(slot),
-                                               version if am.embedded.item(slot) else None)
-                self._cached += 1
-            if len(cache) > _STALE_SHARE * am.live + _STALE_MIN:
-                self._prune(am, cache)
+                slot = slot_list[i]
+                if slot not in held:
+                    self._cached += 1
+                record = make(am, slot, am.key.item(slot),
+                              version if am.embedded.item(slot) else None)
+                held[slot] = revs[i]
+                records[slot] = record
+                out[i] = record
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]

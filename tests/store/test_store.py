@@ -184,8 +184,8 @@ def test_an_agent_holds_no_per_record_container_the_garbage_collector_visits() -
 
 
 def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
-    """Records handed back are cached by rev; the cache adds no GC-tracked object of its
-    own per record (one map from int to record, no pair per record)."""
+    """Records handed back are cached by slot; the cache adds no GC-tracked object of its
+    own per record (its rev map holds only ints, so the collector skips it)."""
     import gc
 
     from f09_memory import MemoryConfig, MemoryEngine
@@ -194,9 +194,10 @@ def test_the_record_cache_keeps_no_pair_per_record_for_the_collector() -> None:
     engine.ingest_many("a", [f"word {i}." for i in range(1_000)], now=1)
     records = engine.records("a")
     gc.collect()
-    cached = engine._reader._cache["a"]
-    assert len(cached) == len(records) == 1_000
-    assert all(cached[rev] is record for rev, record in zip(
+    revs, cached = engine._reader._cache["a"]
+    assert len(revs) == len(cached) == len(records) == 1_000
+    assert not gc.is_tracked(revs)
+    assert all(cached[slot] is record for slot, record in zip(
         sorted(cached), records, strict=True))
     tracked_before = len(gc.get_objects())
     engine.records("a")  # served from the cache: nothing new is kept
@@ -223,10 +224,10 @@ def test_the_record_cache_never_serves_a_changed_or_replaced_record() -> None:
     assert engine.get(fresh.id) == fresh and mill not in [r.id for r in engine.records("a")]
 
 
-def test_the_record_cache_drops_entries_of_records_gone_or_changed() -> None:
-    """Churn (a full episodic ring evicting on every ingest, updates, a crowd's frames) never
-    lets an agent's map hold more than twice its live records plus 64 entries, and what it
-    serves is still the current record."""
+def test_the_record_cache_holds_one_entry_per_slot_under_churn() -> None:
+    """Churn (a full episodic ring evicting on every ingest, updates, reads) replaces a
+    slot's entry instead of adding one: the cache never holds more entries than the agent
+    has slots in use, and what it serves is still the current record."""
     from f09_memory import MemoryConfig, MemoryEngine
 
     engine = MemoryEngine(MemoryConfig(episodic_max=100), embedder=None, seed=0)
@@ -238,8 +239,9 @@ def test_the_record_cache_drops_entries_of_records_gone_or_changed() -> None:
             engine.records("a")
         am = engine._state.store.get("a")
         assert am is not None
-        assert len(engine._reader._cache["a"]) <= 2 * am.live + 64
-    assert engine._reader._cached == sum(len(c) for c in engine._reader._cache.values())
+        revs, cached = engine._reader._cache["a"]
+        assert len(revs) == len(cached) <= am.hi
+    assert engine._reader._cached == sum(len(c[0]) for c in engine._reader._cache.values())
     records = engine.records("a")
     assert [r.content for r in records] == [f"fact {i % 300}" for i in range(1_900, 2_000)]
     engine._reader.clear()  # built afresh from the columns: the same records
