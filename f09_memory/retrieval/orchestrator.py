@@ -64,7 +64,7 @@ from f09_memory.retrieval.scoring import (
     compute_scores,
     effective_weights,
 )
-from f09_memory.schema.base import trusted
+from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import (
@@ -95,6 +95,8 @@ _COMPRESSED_MAX = 32_768
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
 _PURPOSE_VALUES = {purpose: purpose.value for purpose in Purpose}
 _PRESSURE_VALUES = {pressure: pressure.value for pressure in PressureState}
+_new_diagnostics = trusted_factory(RetrievalDiagnostics)
+_new_bundle = trusted_factory(RetrievedBundle)
 _TOKENS = operator.attrgetter("tokens_estimate")
 """A compressed record's token count (always set: :func:`compressed_copy` sets it)."""
 
@@ -499,7 +501,7 @@ class Retriever:
         budget = job.budget
         elapsed_ms = (time.perf_counter() - job.t0) * 1000.0
         compressed = profile.compress and bool(records)
-        diagnostics = trusted(RetrievalDiagnostics, {
+        diagnostics = _new_diagnostics({
             "candidate_count": candidates,
             "filtered_count": (am.live if am is not None else 0) - candidates,
             "scoring_breakdown": list(parts),
@@ -509,7 +511,7 @@ class Retriever:
             "budget": 0 if budget == NO_BUDGET else budget,
             "semantic_fallback": job.term.fallback,
         })
-        bundle = trusted(RetrievedBundle, {
+        bundle = _new_bundle({
             "records": records,
             "total_tokens": total,
             "truncated": truncated,
