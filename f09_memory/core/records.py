@@ -232,12 +232,10 @@ class RecordReader:
         slot_list = slots.tolist()
         revs = am.rev[slots].tolist()
         out: list[MemoryRecord | None] = list(map(records.get, slot_list))
-        if list(map(held.get, slot_list)) == revs:  # all cached and current: compared in C
-            done = tuple(out)
-            self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
-            return out  # type: ignore[return-value]
-        out = [record if have == rev else None
-               for record, have, rev in zip(out, map(held.get, slot_list), revs, strict=True)]
+        cached_revs = list(map(held.get, slot_list))
+        if cached_revs != revs:  # some missing or stale (all current: one compare in C)
+            out = [record if have == rev else None
+                   for record, have, rev in zip(out, cached_revs, revs, strict=True)]
         if not all(out):  # a record object is always true: only misses are None
             version = self._version()
             make = self._make

@@ -34,23 +34,27 @@ def record_digest(am: AgentMemory, slot: int, quantum: int) -> bytes:
     key, layer, importance, flagged, created, anchor, deadline, status, redacted, \
         _, _, _ = am._arrays
     k = key.item(slot)
-    h = hashlib.sha256(_HEAD.pack(
+    head = _HEAD.pack(
         k, layer.item(slot), round(importance.item(slot) * quantum), flagged.item(slot),
         created.item(slot), anchor.item(slot), am.tokens.item(slot), deadline.item(slot),
-        status.item(slot), redacted.item(slot), am.embedded.item(slot), 0))
+        status.item(slot), redacted.item(slot), am.embedded.item(slot), 0)
     text = am.content[slot]
     assert text is not None
-    h.update(text.encode("utf-8", "surrogatepass"))
-    h.update(b"\x00")
-    h.update("\x1f".join(am.tags_of(slot)).encode("utf-8", "surrogatepass"))
-    h.update(b"\x00")
-    source = am.source_event.get(k)
+    tags = "\x1f".join(am.tags_of(slot)).encode("utf-8", "surrogatepass")
+    return _digest(am, k, head, text, tags, quantum)
+
+
+def _digest(am: AgentMemory, key: int, head: bytes, text: str, tags: bytes,
+            quantum: int) -> bytes:
+    """sha256 (first 16 bytes) of a record's head, text, tags and sparse parts."""
+    parts = [head, text.encode("utf-8", "surrogatepass"), b"\x00", tags, b"\x00"]
+    source = am.source_event.get(key) if am.source_event else None
     if source is not None:
-        h.update(b"s" + source.encode("utf-8", "surrogatepass"))
-    extra = am.extras.get(k)
+        parts.append(b"s" + source.encode("utf-8", "surrogatepass"))
+    extra = am.extras.get(key) if am.extras else None
     if extra is not None:
-        h.update(b"\x00x" + canonical_json(extra.canonical(), quantum))
-    return h.digest()[:16]
+        parts.append(b"\x00x" + canonical_json(extra.canonical(), quantum))
+    return hashlib.sha256(b"".join(parts)).digest()[:16]
 
 
 _HEAD_DTYPE = np.dtype([
@@ -75,26 +79,12 @@ def _digests(am: AgentMemory, slots: NDArray[np.intp], quantum: int) -> list[byt
     raw = heads.tobytes()
     width = _HEAD_DTYPE.itemsize
     get_tags = am.tags.get
+    tag_ids = am.tagset[slots].tolist()
     tag_bytes = {tag_id: "\x1f".join(get_tags(tag_id)).encode("utf-8", "surrogatepass")
-                 for tag_id in dict.fromkeys(am.tagset[slots].tolist())}
-    sources, extras = am.source_event, am.extras
-    sha = hashlib.sha256
-    out: list[bytes] = []
-    for i, (key, text, tag_id) in enumerate(zip(
-            am.key[slots].tolist(), am.content[slots].tolist(), am.tagset[slots].tolist(),
-            strict=True)):
-        parts = [raw[i * width:(i + 1) * width], text.encode("utf-8", "surrogatepass"), b"\x00",
-                 tag_bytes[tag_id], b"\x00"]
-        if sources:
-            source = sources.get(key)
-            if source is not None:
-                parts.append(b"s" + source.encode("utf-8", "surrogatepass"))
-        if extras:
-            extra = extras.get(key)
-            if extra is not None:
-                parts.append(b"\x00x" + canonical_json(extra.canonical(), quantum))
-        out.append(sha(b"".join(parts)).digest()[:16])
-    return out
+                 for tag_id in dict.fromkeys(tag_ids)}
+    return [_digest(am, key, raw[i * width:(i + 1) * width], text, tag_bytes[tag_id], quantum)
+            for i, (key, text, tag_id) in enumerate(zip(
+                am.key[slots].tolist(), am.content[slots].tolist(), tag_ids, strict=True))]
 
 
 def refresh_digest(am: AgentMemory, quantum: int) -> int:
@@ -113,17 +103,13 @@ def refresh_digest(am: AgentMemory, quantum: int) -> int:
         am.digest_hi[todo] = halves[:, 0]
         am.digest_lo[todo] = halves[:, 1]
         am.hashed[todo] = True
-        total += sum(map(_as_int, digests))
     else:  # a few (the usual case between two hashes): scalar stores
-        digest_hi, digest_lo, hashed = am.digest_hi, am.digest_lo, am.hashed
-        for slot in todo.tolist():
-            raw = record_digest(am, slot, quantum)
-            hi64 = int.from_bytes(raw[:8], "big")
-            lo64 = int.from_bytes(raw[8:], "big")
-            digest_hi[slot] = hi64
-            digest_lo[slot] = lo64
-            hashed[slot] = True
-            total += (hi64 << 64) | lo64
+        digests = [record_digest(am, slot, quantum) for slot in todo.tolist()]
+        for slot, raw in zip(todo.tolist(), digests, strict=True):
+            am.digest_hi[slot] = int.from_bytes(raw[:8], "big")
+            am.digest_lo[slot] = int.from_bytes(raw[8:], "big")
+            am.hashed[slot] = True
+    total += sum(map(_as_int, digests))
     am.digest_sum = total & MASK128
     am.dirty = False
     return am.digest_sum
