@@ -6,7 +6,8 @@
 3. stable order: quantized score descending, then id ascending;
 4. sequential packing under the token budget (``packing``), at most ``limit`` records;
 5. under a compressing pressure state, packed records are shortened (first sentence + tags,
-   at most ``ceil(tokens * ratio)`` tokens each);
+   at most ``ceil(tokens * ratio)`` tokens each; cached per record version by
+   ``compressed.CompressedRecords``);
 6. ``memory:retrieval`` is emitted with the diagnostics.
 
 A request with a ``position`` adds the proximity term (``scoring``): the engine passes a
@@ -25,7 +26,6 @@ bundle is per agent. Its bundles are identical to ``retrieve``'s, one by one.
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,17 +35,14 @@ from numpy.typing import NDArray
 
 from f09_memory.bus import EngineBus, RetrievalPerformed
 from f09_memory.canonical import quantize
-from f09_memory.compression.strategies import (
-    compress_text,
-    compressed_budgets,
-    compressed_copy,
-)
+from f09_memory.compression.strategies import compressed_budgets
 from f09_memory.config.config import MemoryConfig
 from f09_memory.config.tables import PressureProfile
 from f09_memory.decay.decay import recency_scores
 from f09_memory.errors import TokenBudgetUndefinedError
 from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
+from f09_memory.retrieval.compressed import CompressedRecords
 from f09_memory.retrieval.crowd import CrowdRows, FrameColumns
 from f09_memory.retrieval.filters import ALL_LAYERS, candidate_mask
 from f09_memory.retrieval.job import (
@@ -91,14 +88,11 @@ __all__ = [
 NO_BUDGET = 2**62
 """The packing budget of a request with ``limit`` and no ``max_tokens``."""
 
-_COMPRESSED_MAX = 32_768
 _STRATEGY_VALUES = {strategy: strategy.value for strategy in Strategy}
 _PURPOSE_VALUES = {purpose: purpose.value for purpose in Purpose}
 _PRESSURE_VALUES = {pressure: pressure.value for pressure in PressureState}
 _new_diagnostics = trusted_factory(RetrievalDiagnostics)
 _new_bundle = trusted_factory(RetrievedBundle)
-_TOKENS = operator.attrgetter("tokens_estimate")
-"""A compressed record's token count (always set: :func:`compressed_copy` sets it)."""
 
 
 def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
@@ -123,13 +117,9 @@ class Retriever:
         self.bus = bus
         self.counter = counter
         self._build = build
-        self._compressed: dict[tuple[str, tuple[float, str, bool]], dict[int, MemoryRecord]] = {}
+        self._compressed = CompressedRecords(build, counter)
         self._frame = FrameColumns()
         """The last crowd frame's columns (``retrieve_many`` reuses the unchanged agents')."""
-        self._compressed_count = 0
-        self._compressed_texts: dict[tuple[str, float, str, tuple[str, ...], int],
-                                     tuple[str, int]] = {}
-        """Compressed text and its token count by (strategy, ratio, content, tags, tokens)."""
         self._weights: dict[
             tuple[Purpose, Strategy, PressureState, bool, bool],
             tuple[NDArray[np.float64], tuple[ScoreComponent, ...]],
@@ -147,7 +137,6 @@ class Retriever:
         Called when the store was restored.
         """
         self._compressed.clear()
-        self._compressed_count = 0
         self._frame = FrameColumns()
 
     def _weights_for(
@@ -492,7 +481,7 @@ class Retriever:
         records: list[MemoryRecord] = []
         if am is not None and picked is not None:
             if profile.compress:
-                records, total = self._compress(am, picked, self._ratio(profile), profile)
+                records, total = self._compressed.of(am, picked, self._ratio(profile), profile)
             else:
                 records = self._build(am, picked)
         parts = self._weights_for(request.purpose, request.strategy, pressure,
@@ -527,46 +516,3 @@ class Retriever:
                 request.agent_id, _PURPOSE_VALUES[request.purpose], candidates, len(records),
                 truncated, _PRESSURE_VALUES[pressure], compressed, elapsed_ms))
         return bundle
-
-    def _compress(
-        self, am: AgentMemory, slots: NDArray[np.intp], ratio: float, profile: PressureProfile
-    ) -> tuple[list[MemoryRecord], int]:
-        """Compressed forms of the records in ``slots`` (cached per record version).
-
-        Cached like ``RecordReader`` caches built records: per agent and compression
-        settings, by the record's ``rev`` (changed by every change of the record); at most
-        ``_COMPRESSED_MAX`` objects, then the cache starts over. Compressed texts are cached
-        by what they depend on, so records with the same text are compressed once.
-        """
-        settings = (ratio, profile.compression_strategy, profile.drop_metadata)
-        cache = self._compressed.get((am.agent_id, settings))
-        if cache is None:
-            cache = self._compressed[(am.agent_id, settings)] = {}
-        revs = am.rev[slots].tolist()
-        out = list(map(cache.get, revs))
-        if not all(out):  # a record object is always true: only misses are None
-            built = self._build(am, slots)
-            if self._compressed_count >= _COMPRESSED_MAX:
-                self._compressed.clear()
-                self._compressed_count = 0
-                cache = self._compressed[(am.agent_id, settings)] = {}
-            texts = self._compressed_texts
-            strategy = profile.compression_strategy
-            for i, rev in enumerate(revs):
-                if out[i] is None:
-                    record = built[i]
-                    tags = record.metadata.tags
-                    tokens = record.tokens_estimate or 0
-                    text_key = (strategy, ratio, record.content, tags, tokens)
-                    text = texts.get(text_key)
-                    if text is None:
-                        if len(texts) >= _COMPRESSED_MAX:
-                            texts.clear()
-                        text = texts[text_key] = compress_text(
-                            record.content, tags, tokens, strategy=strategy, ratio=ratio,
-                            counter=self.counter)
-                    out[i] = cache[rev] = compressed_copy(
-                        record, *text, drop_metadata=profile.drop_metadata)
-                    self._compressed_count += 1
-        records: list[MemoryRecord] = out  # type: ignore[assignment]
-        return records, sum(map(_TOKENS, records))
