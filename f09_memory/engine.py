@@ -62,6 +62,7 @@ from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.orchestrator import Retriever
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.retrieval.service import RetrievalService
+from f09_memory.schema.base import build_models
 from f09_memory.schema.enums import MemoryLayer, PressureState
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
@@ -119,6 +120,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         pressure_source: PressureSource | None = None,
         embedder: EmbeddingProvider | DefaultEmbedder | None = DEFAULT_EMBEDDER,
     ) -> None:
+        build_models()  # the boundary models' first use is never inside a frame
         self._owner = ThreadOwner()
         config = check_engine_arguments(config, seed, token_counter, pressure_source)
         self.config = config

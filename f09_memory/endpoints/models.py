@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from f09_memory.introspection import AgentStats, EngineStats, RecordView
 from f09_memory.observability import MetricsSnapshot, TickPoint
@@ -87,5 +87,9 @@ class ExplainRequest(RetrievalRequest):
     ``agentId`` may be omitted (the path names the agent); when given it must equal the
     path's.
     """
+
+    # Built now: FastAPI's adapter over a request body whose model defers its build (as
+    # BoundaryModels do) builds it again itself, and pydantic then warns about the alias.
+    model_config = ConfigDict(defer_build=False)
 
     agent_id: _AgentId | None = None  # type: ignore[assignment]

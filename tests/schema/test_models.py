@@ -5,7 +5,7 @@ import pytest
 from f09_memory import MemoryRecord, RetrievalRequest, SummarizationTask
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.schema import MemoryLayer, Purpose, RecordMetadata, RetrievedBundle, Strategy
-from f09_memory.schema.base import trusted, trusted_factory
+from f09_memory.schema.base import build_models, trusted, trusted_factory
 
 
 def record(**over: object) -> MemoryRecord:
@@ -112,3 +112,37 @@ def test_trusted_construction_equals_validated_model() -> None:
 def test_layer_codes_are_dense_and_stable() -> None:
     assert list(range(6)) == [layer.code for layer in MemoryLayer]
     assert {"reasoning", "dialog", "navigation", "summary"} == {p.value for p in Purpose}
+
+
+def test_boundary_models_are_built_by_the_engine_not_at_first_use_in_a_frame() -> None:
+    # BoundaryModel defers each model's build; constructing an engine builds every model
+    # imported so far, so no first retrieval or ingest inside a frame pays for one.
+    import subprocess
+    import sys
+
+    code = (
+        "from f09_memory.schema.base import BoundaryModel\n"
+        "from f09_memory.schema.retrieval import RetrievalRequest\n"
+        "from f09_memory import MemoryEngine\n"
+        "assert not RetrievalRequest.__pydantic_complete__\n"
+        "MemoryEngine()\n"
+        "pending, seen = [BoundaryModel], 0\n"
+        "while pending:\n"
+        "    model = pending.pop(); seen += 1\n"
+        "    assert model.__pydantic_complete__, model\n"
+        "    pending.extend(model.__subclasses__())\n"
+        "assert seen > 30, seen\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_build_models_is_idempotent_and_models_still_refuse_bad_input() -> None:
+    build_models()
+    build_models()
+    with pytest.raises(MemoryEngineError) as err:
+        RetrievalRequest(agent_id="", purpose="dialog", max_tokens=10)
+    assert err.value.code == ErrorCode.MEMORY_INPUT_INVALID
