@@ -86,6 +86,7 @@ from f09_memory.protocols import (
     TokenCounter,
     VectorIndex,
 )
+from f09_memory.retrieval.digest import RetrievedBundles
 from f09_memory.schema import (
     MemoryLayer,
     MemoryRecord,
@@ -163,6 +164,7 @@ __all__ = [
     "RetrievalEmptyError",
     "RetrievalRequest",
     "RetrievedBundle",
+    "RetrievedBundles",
     "ScoreTerm",
     "ScoreWeights",
     "SnapshotInvalidError",

@@ -59,6 +59,7 @@ from f09_memory.persistence.journal import journaled
 from f09_memory.procedural.miner import ProceduralMiner
 from f09_memory.protocols import EmbeddingProvider, LLMClient, PressureSource, TokenCounter
 from f09_memory.redaction.redactor import Redactor
+from f09_memory.retrieval.digest import RetrievedBundles
 from f09_memory.retrieval.orchestrator import Retriever
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.retrieval.service import RetrievalService
@@ -136,7 +137,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
             config, self.bus, embedder, seed,
             redact=query_redactor.redact_text if config.redaction_mode else None)
         self._reader = RecordReader(self._state.store, lambda: self._semantic.version)
-        self._retriever = Retriever(config, self.bus, self.counter, self._reader.build_many)
+        self._retriever = Retriever(config, self.bus, self.counter, self._reader.build_many,
+                                    self._reader.digests)
         self._ingestor = Ingestor(config, self.counter)
         self._writer = Writer(self._state, self.bus, self._ingestor, self._semantic,
                               self._reader)
@@ -466,8 +468,9 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
     @journaled
     def retrieve_many(
-        self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *, now: int | None = None
-    ) -> list[RetrievedBundle]:
+        self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *,
+        now: int | None = None, hashes: bool = False,
+    ) -> RetrievedBundles:
         """Serve a whole frame of agents: one bundle per request, in request order.
 
         The bundles are those :meth:`retrieve` would give one by one, computed in shared
@@ -475,11 +478,19 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         frame). All requests are validated first; a bad one raises before any is served.
         Query texts are embedded (and cached) per distinct text.
 
+        With ``hashes=True`` the result's ``hashes`` holds each bundle's
+        :func:`~f09_memory.bundle_hash`, computed from record digests the engine keeps per
+        record version, so a record is digested once while it is unchanged (what a replay
+        check or ``f09-memory simulate`` hashes every frame).
+
+        Returns:
+            The bundles (a list; ``hashes`` is ``None`` unless asked for).
+
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
             InputInvalidError: ``requests`` is not a list of requests.
         """
-        return self._retrieval.retrieve_many(requests, self._time(now))
+        return self._retrieval.retrieve_many(requests, self._time(now), hashes=hashes)
 
     @property
     def embedder(self) -> EmbeddingProvider | None:

@@ -12,8 +12,8 @@ PUBLIC = {
     "MemoryConfig", "MemoryEngine", "MemoryEngineError", "MemoryLayer", "MemoryRecord",
     "PressureProfile", "PressureSource", "PressureState", "Procedure", "Purpose", "RecordMetadata",
     "RetentionPolicy", "RetrievalDiagnostics", "RetrievalRequest", "RetrievedBundle",
-    "ScoreWeights", "Strategy", "SummarizationTask", "TaskStatus", "TickBacklog", "TickCosts",
-    "TickReport",
+    "RetrievedBundles", "ScoreWeights", "Strategy", "SummarizationTask", "TaskStatus",
+    "TickBacklog", "TickCosts", "TickReport",
     "TokenCounter", "VectorIndex", "bundle_hash",
     # what public signatures use, every error class, the default-embedder sentinel
     "CapacityExceededError", "Claim", "ClaimOutcome", "ConfigInvalidError", "DEFAULT_EMBEDDER",

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.errors import InputInvalidError, RecordNotFoundError
+from f09_memory.retrieval.digest import DIGEST_SIZE, record_digest
 from f09_memory.schema.base import trusted, trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
@@ -78,6 +79,9 @@ class RecordReader:
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
         """Per agent, its ``next_rev``, the slots of its last ``build_many`` and their records."""
+        self._digests: dict[str, tuple[NDArray[np.int64], NDArray[np.uint8]]] = {}
+        """Per agent, by slot: the rev a record digest was computed at (-1: none) and the
+        digest (:meth:`digests`). Plain arrays: no object per record."""
 
     def in_time_order(self, am: AgentMemory | None, layer: MemoryLayer | None
                       ) -> list[MemoryRecord]:
@@ -110,14 +114,18 @@ class RecordReader:
                 for am in self.store}
 
     def clear(self) -> None:
-        """Drop every cached object (the embedder changed, or the store was replaced)."""
+        """Drop every cached object and digest (the embedder changed, the store was replaced)."""
+        self._drop_objects()
+        self._digests.clear()
+
+    def _drop_objects(self) -> None:
         self._cache.clear()
         self._last.clear()
         self._cached = 0
 
     def _agent_cache(self, agent_id: str) -> tuple[dict[int, int], dict[int, MemoryRecord]]:
         if self._cached >= self._capacity:
-            self.clear()
+            self._drop_objects()  # the digests hold no object: they stay
         cache = self._cache.get(agent_id)
         if cache is None:
             cache = self._cache[agent_id] = ({}, {})
@@ -251,6 +259,33 @@ class RecordReader:
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]
+
+    def digests(self, am: AgentMemory, slots: NDArray[np.intp],
+                records: Sequence[MemoryRecord]) -> bytes:
+        """The ``record_digest`` of each record in ``slots``, concatenated in order.
+
+        ``records`` are those slots' records as :meth:`build_many` gave them. A digest is
+        kept per slot with the ``rev`` it was computed at, so only records that changed
+        since are digested again; the rest is one gather (the bundle hashes of
+        ``retrieve_many(..., hashes=True)``).
+        """
+        held = self._digests.get(am.agent_id)
+        size = am.rev.shape[0]
+        if held is None or held[0].shape[0] < size:
+            revs = np.full(size, -1, dtype=np.int64)
+            digests = np.zeros((size, DIGEST_SIZE), dtype=np.uint8)
+            if held is not None:
+                revs[: held[0].shape[0]] = held[0]
+                digests[: held[0].shape[0]] = held[1]
+            held = self._digests[am.agent_id] = (revs, digests)
+        revs, digests = held
+        current = am.rev[slots]
+        stale = np.flatnonzero(revs[slots] != current)
+        if stale.shape[0]:
+            for i, slot in zip(stale.tolist(), slots[stale].tolist(), strict=True):
+                digests[slot] = np.frombuffer(record_digest(records[i]), dtype=np.uint8)
+            revs[slots[stale]] = current[stale]
+        return digests[slots].tobytes()
 
     def locate(self, record_id: object) -> tuple[AgentMemory, int] | None:
         """``(agent memory, slot)`` of the live record ``record_id``, or ``None``."""

@@ -51,8 +51,9 @@ LIFECYCLE_CONFIG: dict[str, Any] = {
 class VillageEngine(Protocol):
     """What the village needs of an engine: a ``MemoryEngine`` or a ``ShardedMemoryEngine``.
 
-    ``retrieve_many``'s result may carry ``hashes`` (each bundle's ``bundle_hash``, computed
-    where the bundles were made): the run uses them instead of hashing the bundles again.
+    ``retrieve_many(..., hashes=True)``'s result may carry ``hashes`` (each bundle's
+    ``bundle_hash``, computed where the bundles were made, from the record digests kept
+    there): the run uses them instead of hashing the bundles again.
     """
 
     @property
@@ -67,7 +68,7 @@ class VillageEngine(Protocol):
         """Store a crowd frame."""
 
     def retrieve_many(self, requests: Iterable[RetrievalRequest | Mapping[str, object]], *,
-                      now: int | None = None) -> Sequence[RetrievedBundle]:
+                      now: int | None = None, hashes: bool = False) -> Sequence[RetrievedBundle]:
         """Serve a crowd frame."""
 
     def tick(self, now: int, budget_ms: float | None = None) -> object:
@@ -254,11 +255,14 @@ class Village:
         tick_ms: Logical milliseconds per tick.
         budget_ms: The maintenance budget passed to ``engine.tick``.
         llm: When given, queued summarization tasks are run through it after every tick.
+        hashes: Ask ``retrieve_many`` for the bundles' hashes (``hashes=True``).
     """
 
     def __init__(self, agents: int, seed: int, *, tick_ms: int = 1_000,
-                 budget_ms: float | None = 2.0, llm: LLMClient | None = None) -> None:
+                 budget_ms: float | None = 2.0, llm: LLMClient | None = None,
+                 hashes: bool = False) -> None:
         self.agents = agents
+        self.hashes = hashes
         self.seed = seed
         self.tick_ms = tick_ms
         self.budget_ms = budget_ms
@@ -289,7 +293,7 @@ class Village:
             for i, name in enumerate(names)
         ]
         t0 = time.perf_counter()
-        bundles = engine.retrieve_many(requests, now=now)  # one call for the frame
+        bundles = engine.retrieve_many(requests, now=now, hashes=self.hashes)  # one call
         self.retrieve_ms = (time.perf_counter() - t0) * 1000.0
         engine.tick(now, budget_ms=self.budget_ms)
         if self.llm is not None:
@@ -330,9 +334,9 @@ def run_village(
     Returns:
         The hashes, counts and measured latencies.
     """
-    village = Village(agents, seed, tick_ms=tick_ms, budget_ms=budget_ms, llm=llm)
+    village = Village(agents, seed, tick_ms=tick_ms, budget_ms=budget_ms, llm=llm, hashes=True)
     chain = hashlib.sha256()
-    bundle_hash = BundleHasher()  # unchanged records are not hashed again
+    bundle_hash = BundleHasher()  # for an engine that does not hash its bundles
     counts: dict[str, int] = {}
 
     def count(ev: Any) -> None:

@@ -37,7 +37,6 @@ from f09_memory.config.config import MemoryConfig
 from f09_memory.core.digest import HashParts
 from f09_memory.core.records import IngestedRecords
 from f09_memory.core.tables import KeyedTable, TableState
-from f09_memory.determinism.hashing import BundleHasher
 from f09_memory.distributed.codec import RecordMemo, encode_bundle
 from f09_memory.distributed.reshard import merge_snapshots
 from f09_memory.distributed.routing import ShardRouter
@@ -48,9 +47,10 @@ from f09_memory.maintenance.tick import TickReport
 from f09_memory.persistence.durable import CommitMode, DurableLog, DurableSession
 from f09_memory.persistence.journal import journaled
 from f09_memory.protocols import EmbeddingProvider
+from f09_memory.retrieval.digest import RetrievedBundles
 from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import PressureState
-from f09_memory.schema.retrieval import RetrievalRequest, RetrievedBundle
+from f09_memory.schema.retrieval import RetrievalRequest
 
 __all__ = ["AppliedOps", "Reply", "ShardActor", "ShardEngine", "ShardSpec"]
 
@@ -103,17 +103,21 @@ class ShardEngine(MemoryEngine):
         self._state.register(self.ops)
 
     def frame(self, pressure: PressureState | None, items: list[Any], requests: list[Any],
-              now: int, budget_ms: float | None, tick: bool
-              ) -> tuple[list[str], list[RetrievedBundle], TickReport | None]:
+              now: int, budget_ms: float | None, tick: bool, hashes: bool = False
+              ) -> tuple[list[str], RetrievedBundles, TickReport | None]:
         """A host frame in one call: pressure, ``ingest_batch``, ``retrieve_many``, ``tick``.
 
         Each part is the engine method of that name, in that order (skipped when empty);
-        under :meth:`apply` they are one durable transaction.
+        under :meth:`apply` they are one durable transaction. ``hashes``: the bundles'
+        hashes too (``retrieve_many(..., hashes=True)``).
         """
         if pressure is not None:
             self.set_pressure(pressure)
         ids = self.ingest_batch(items, now=now).ids if items else []
-        bundles = self.retrieve_many(requests, now=now) if requests else []
+        bundles = (self.retrieve_many(requests, now=now, hashes=hashes) if requests
+                   else RetrievedBundles())
+        if hashes and bundles.hashes is None:
+            bundles.hashes = []
         report = self.tick(now, budget_ms) if tick else None
         return list(ids), bundles, report
 
@@ -180,7 +184,6 @@ class ShardActor:
         self._events: list[Event] = []
         self._wanted: tuple[str, ...] = ()
         self._unsubscribe: list[Callable[[], None]] = []
-        self._hasher = BundleHasher()
         self._memo = RecordMemo()
         if spec.own_process:
             # A shard actor is a process of its own holding one engine's many long-lived
@@ -295,11 +298,11 @@ class ShardActor:
                                                                      "applied": True})
             reqs = self._requests(requests, trusted)
             ids, bundles, report = engine.apply(
-                seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {})
+                seq, "frame", (pressure, items, reqs, now, budget_ms, tick), {"hashes": hashes})
             if tick and self.spec.commit == "tick":
                 engine.commit()
-            return (ids, [encode_bundle(b, self._memo) for b in bundles],
-                    [self._hasher(b) for b in bundles] if hashes else None, report)
+            return (ids, [encode_bundle(b, self._memo) for b in bundles], bundles.hashes,
+                    report)
 
         return self._run(wanted, call)
 
@@ -357,9 +360,9 @@ class ShardActor:
         decodes only the ones read.
         """
         def call() -> tuple[list[tuple[Any, ...]], list[str] | None]:
-            bundles = self.engine.retrieve_many(self._requests(requests, trusted), now=now)
-            return ([encode_bundle(b, self._memo) for b in bundles],
-                    [self._hasher(b) for b in bundles] if hashes else None)
+            bundles = self.engine.retrieve_many(self._requests(requests, trusted), now=now,
+                                                hashes=hashes)
+            return [encode_bundle(b, self._memo) for b in bundles], bundles.hashes
 
         return self._run(wanted, call)
 

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from f09_memory.compression.strategies import compress_text, compressed_copy
 from f09_memory.config.tables import PressureProfile
 from f09_memory.protocols import TokenCounter
+from f09_memory.retrieval.digest import record_digest
 from f09_memory.retrieval.job import RecordsBuilder
 from f09_memory.schema.records import MemoryRecord
 from f09_memory.store.agent import AgentMemory
@@ -45,10 +46,15 @@ class CompressedRecords:
         self._records: dict[tuple[str, tuple[float, str, bool]], dict[int, MemoryRecord]] = {}
         self._count = 0
         self._texts: dict[tuple[str, float, str, tuple[str, ...], int], tuple[str, int]] = {}
+        self._digests: dict[tuple[str, tuple[float, str, bool]], dict[int, bytes]] = {}
 
     def clear(self) -> None:
-        """Drop the compressed records (the store was restored); texts stay valid."""
+        """Drop the compressed records and their digests (the store was restored).
+
+        Compressed texts stay: they depend on text and settings only.
+        """
         self._records.clear()
+        self._digests.clear()
         self._count = 0
 
     def of(self, am: AgentMemory, slots: NDArray[np.intp], ratio: float,
@@ -63,8 +69,7 @@ class CompressedRecords:
         if not all(out):  # a record object is always true: only misses are None
             built = self._build(am, slots)
             if self._count >= COMPRESSED_MAX:
-                self._records.clear()
-                self._count = 0
+                self.clear()
                 cache = self._records[(am.agent_id, settings)] = {}
             texts = self._texts
             strategy = profile.compression_strategy
@@ -86,3 +91,22 @@ class CompressedRecords:
                     self._count += 1
         records: list[MemoryRecord] = out  # type: ignore[assignment]
         return records, sum(map(_TOKENS, records))
+
+    def digests(self, am: AgentMemory, slots: NDArray[np.intp], ratio: float,
+                profile: PressureProfile, records: list[MemoryRecord]) -> bytes:
+        """The ``record_digest`` of each compressed record in ``slots``, concatenated.
+
+        ``records`` are what :meth:`of` gave for the same arguments; digests are kept by
+        the record's ``rev`` beside the records (and dropped with them).
+        """
+        key = (am.agent_id, (ratio, profile.compression_strategy, profile.drop_metadata))
+        memo = self._digests.get(key)
+        if memo is None:
+            memo = self._digests[key] = {}
+        revs = am.rev[slots].tolist()
+        found = list(map(memo.get, revs))
+        if not all(found):  # a digest is 32 non-empty bytes: only misses are None
+            for i, digest in enumerate(found):
+                if digest is None:
+                    found[i] = memo[revs[i]] = record_digest(records[i])
+        return b"".join(found)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 - :class:`SemanticTerm`: the candidates' similarities, or why the semantic term is off;
 - the callables the engine wires in: :data:`SemanticScorer`, :data:`ProximityScorer`,
-  :data:`RecordsBuilder`;
+  :data:`RecordsBuilder`, :data:`RecordsDigester`;
 - :class:`Job`: one request of a ``retrieve`` or of a frame's ``retrieve_many``;
 - :class:`RetrievalTrace`: the intermediate arrays of one ``retrieve`` (candidate slots,
   scoring context, scores, quantized scores, packing costs, picked slots), kept when the
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "Job",
     "ProximityScorer",
     "RecordsBuilder",
+    "RecordsDigester",
     "RetrievalTrace",
     "SemanticScorer",
     "SemanticTerm",
@@ -72,6 +73,9 @@ the engine (``spatial.SpatialService.proximity``)."""
 
 RecordsBuilder = Callable[[AgentMemory, NDArray[np.intp]], list[MemoryRecord]]
 """Builds the records in some slots (``core.records.RecordReader.build_many``)."""
+
+RecordsDigester = Callable[[AgentMemory, NDArray[np.intp], Sequence[MemoryRecord]], bytes]
+"""The record digests of some slots' records, concatenated (``RecordReader.digests``)."""
 
 
 @dataclass(slots=True)
@@ -128,6 +132,8 @@ class Job:
     proximity: ProximityScorer | None = None
     trace: RetrievalTrace | None = None
     """Where a traced ``retrieve`` keeps its intermediate arrays (``None``: not traced)."""
+    picked: NDArray[np.intp] | None = None
+    """The bundle's slots, in bundle order, once it is built (``None``: no records)."""
 
     def locate(self, proximity: ProximityScorer | None) -> None:
         """Take the request's position (padded to 3-D) when ``proximity`` can score it."""

@@ -44,11 +44,13 @@ from f09_memory.protocols import TokenCounter
 from f09_memory.retrieval.completion import Completion
 from f09_memory.retrieval.compressed import CompressedRecords
 from f09_memory.retrieval.crowd import CrowdRows, FrameColumns
+from f09_memory.retrieval.digest import RetrievedBundles, hash_with_digests
 from f09_memory.retrieval.filters import ALL_LAYERS, candidate_mask
 from f09_memory.retrieval.job import (
     Job,
     ProximityScorer,
     RecordsBuilder,
+    RecordsDigester,
     RetrievalTrace,
     SemanticScorer,
     SemanticTerm,
@@ -112,11 +114,12 @@ class Retriever:
     """Builds bundles for one engine; caches weight vectors and layer tables per request kind."""
 
     def __init__(self, config: MemoryConfig, bus: EngineBus, counter: TokenCounter,
-                 build: RecordsBuilder) -> None:
+                 build: RecordsBuilder, digests: RecordsDigester) -> None:
         self.config = config
         self.bus = bus
         self.counter = counter
         self._build = build
+        self._digests = digests
         self._compressed = CompressedRecords(build, counter)
         self._frame = FrameColumns()
         """The last crowd frame's columns (``retrieve_many`` reuses the unchanged agents')."""
@@ -281,12 +284,14 @@ class Retriever:
         now: int,
         semantic: SemanticScorer | None = None,
         proximity: ProximityScorer | None = None,
-    ) -> list[RetrievedBundle]:
+        hashes: bool = False,
+    ) -> RetrievedBundles:
         """Bundles for a frame's requests, in order, identical to :meth:`retrieve` each.
 
         The candidate masks and scores of all agents are computed in shared numpy passes
         over their concatenated columns; the semantic term (where a request has a query) is
-        per agent. Budgets must have been checked (:meth:`budget_for`).
+        per agent. Budgets must have been checked (:meth:`budget_for`). With ``hashes``
+        the result also holds each bundle's ``bundle_hash`` (:meth:`bundle_hash`).
         """
         t0 = time.perf_counter()
         jobs = [Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
@@ -294,7 +299,8 @@ class Retriever:
             job.locate(proximity)
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]
         if not live:
-            return [self._finish(j, None, 0, False) for j in jobs]
+            return self._frame_result(jobs, [self._finish(j, None, 0, False) for j in jobs],
+                                      hashes)
         ams = [am for am in (jobs[i].am for i in live) if am is not None]
         crowd = CrowdRows(ams, self._frame)
         cat = crowd.column
@@ -425,7 +431,32 @@ class Retriever:
                 continue
             end, count, total, size = at
             out.append(self._finish(job, picked_slots[end - count:end], total, count < size))
+        return self._frame_result(jobs, out, hashes)
+
+    def _frame_result(self, jobs: list[Job], bundles: list[RetrievedBundle],
+                      hashes: bool) -> RetrievedBundles:
+        out = RetrievedBundles(bundles)
+        if hashes:
+            out.hashes = list(map(self.bundle_hash, jobs, bundles))
         return out
+
+    def bundle_hash(self, job: Job, bundle: RetrievedBundle) -> str:
+        """The ``bundle_hash`` of ``job``'s bundle, from the kept record digests.
+
+        Only records that changed since they were last hashed are digested again (see
+        ``core.records.RecordReader.digests``; compressed records are kept with their
+        digests in :class:`CompressedRecords`).
+        """
+        am, picked, records = job.am, job.picked, bundle.records
+        if am is None or picked is None or not records:
+            return hash_with_digests(bundle, b"")
+        profile = self._profiles[job.pressure]
+        if profile.compress:
+            digests = self._compressed.digests(am, picked, self._ratio(profile), profile,
+                                               records)
+        else:
+            digests = self._digests(am, picked, records)
+        return hash_with_digests(bundle, digests)
 
     def _crowd_tokens(self, tokens: NDArray[np.int32], jobs: list[Job], live: list[int],
                       job_of: Callable[[], NDArray[np.intp]]) -> NDArray[np.integer[Any]]:
@@ -477,6 +508,7 @@ class Retriever:
                 truncated: bool) -> RetrievedBundle:
         """Build the records in ``picked`` and the bundle; emit ``memory:retrieval``."""
         request, pressure, am = job.request, job.pressure, job.am
+        job.picked = picked
         profile = self._profiles[pressure]
         records: list[MemoryRecord] = []
         if am is not None and picked is not None:

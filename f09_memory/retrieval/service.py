@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from f09_memory.core.state import EngineState
 from f09_memory.errors import InputInvalidError
 from f09_memory.redaction.redactor import Redactor
+from f09_memory.retrieval.digest import RetrievedBundles
 from f09_memory.retrieval.filters import redact_filters
 from f09_memory.retrieval.orchestrator import (
     ProximityScorer,
@@ -169,8 +170,9 @@ class RetrievalService:
                                         req.pressure_state or self._state.pressure, term,
                                         self._proximity, trace)
 
-    def retrieve_many(self, requests: object, now: int) -> list[RetrievedBundle]:
-        """A frame's bundles in request order (``MemoryEngine.retrieve_many``).
+    def retrieve_many(self, requests: object, now: int, *,
+                      hashes: bool = False) -> RetrievedBundles:
+        """A frame's bundles in request order, hashed if asked (``MemoryEngine.retrieve_many``).
 
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
@@ -188,4 +190,5 @@ class RetrievalService:
             jobs.append((store.get(r.agent_id), r, pressure))
         check_query_vectors(reqs, self._semantic.query_dim)
         self._semantic.prepare_queries([r.query for r in reqs], now)  # one batched call
-        return self._retriever.retrieve_many(jobs, now, self._semantic.term, self._proximity)
+        return self._retriever.retrieve_many(jobs, now, self._semantic.term, self._proximity,
+                                             hashes=hashes)

@@ -17,7 +17,8 @@ from f09_memory import (
     RetrievedBundle,
     bundle_hash,
 )
-from f09_memory.determinism import canonical_json, canonicalize, hashing, sha256_hex
+from f09_memory.determinism import canonical_json, canonicalize, sha256_hex
+from f09_memory.retrieval import digest as hashing
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import ProceduralMeta, SocialMeta, SpatialMeta
 from f09_memory.schema.retrieval import ScoreComponent
