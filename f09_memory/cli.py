@@ -51,7 +51,7 @@ from f09_memory.errors import MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import MemoryLayer
 
-__all__ = ["build_parser", "main", "plain_lines", "version"]
+__all__ = ["build_parser", "console", "main", "plain_lines", "version"]
 
 _DIST = "f09-memory"
 _PIPE_WIDTH = 160
@@ -405,5 +405,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
+def console() -> None:
+    """The ``f09-memory`` console script: :func:`main`, then exit with its code.
+
+    Also ``python -m f09_memory.cli``. The process ends right after the command, so what
+    it holds is frozen out of the collector first: the interpreter's last collection would
+    otherwise walk the engine's objects only for them to be freed anyway (about 0.15 s
+    after ``simulate``).
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -73,6 +73,31 @@ def test_bad_env_config_is_reported_not_raised(
     assert "MEMORY_CONFIG_INVALID" in capsys.readouterr().err
 
 
+def test_the_console_script_exits_with_the_command_code_and_freezes_what_is_left(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``console`` (the ``f09-memory`` script) exits with ``main``'s code, having frozen
+    the process's objects (its end then skips a last walk over them)."""
+    import gc
+
+    from f09_memory.cli import console
+
+    monkeypatch.setenv("MEMORY_EPISODIC_MAX", "-3")
+    monkeypatch.setattr(sys, "argv", ["f09-memory", "simulate", "--from-env", "--ticks", "1"])
+    frozen = gc.get_freeze_count()
+    try:
+        with pytest.raises(SystemExit) as info:
+            console()
+        assert 2 == info.value.code and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()  # this test process goes on
+    assert "MEMORY_CONFIG_INVALID" in capsys.readouterr().err
+    proc = subprocess.run(
+        [sys.executable, "-m", "f09_memory.cli", "simulate", "--agents", "0"],
+        capture_output=True, text=True, check=False)
+    assert 2 == proc.returncode and "positive integer" in proc.stderr
+
+
 def test_simulate_on_a_durable_store_survives_the_process(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:
