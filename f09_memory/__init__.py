@@ -32,7 +32,6 @@ from f09_memory.config import (
     TickCosts,
 )
 from f09_memory.core.records import IngestedRecords
-from f09_memory.determinism.hashing import bundle_hash
 from f09_memory.engine import DEFAULT_EMBEDDER, DefaultEmbedder, MemoryEngine, TickReport
 from f09_memory.errors import (
     CapacityExceededError,
@@ -86,7 +85,7 @@ from f09_memory.protocols import (
     TokenCounter,
     VectorIndex,
 )
-from f09_memory.retrieval.digest import RetrievedBundles
+from f09_memory.retrieval.digest import RetrievedBundles, bundle_hash
 from f09_memory.schema import (
     MemoryLayer,
     MemoryRecord,

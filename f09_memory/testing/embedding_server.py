@@ -29,13 +29,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.errors import InputInvalidError
+
+if TYPE_CHECKING:
+    from http.server import BaseHTTPRequestHandler
 
 __all__ = ["DEFAULT_FAULTS", "EmbeddingServer", "Fault", "fault_schedule"]
 
@@ -172,6 +174,8 @@ class EmbeddingServer:
         self._lock = threading.Lock()
         self._model = threading.Lock()
         server = self
+        # Imported here: the package is imported by every engine user, the server is not.
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:

@@ -158,3 +158,28 @@ def test_observe_runs_ends_as_observe_many_of_each_run(texts: list[str], sizes: 
     assert [v.get_state() for v in one] == [v.get_state() for v in many]
     assert [v.digest() for v in one] == [v.digest() for v in many]
     assert effects_one == effects_many
+
+
+def _regex_score(m: ImportanceModel, text: str, vocabulary: Vocabulary, flagged: bool) -> float:
+    """The heuristic as written from its definition (regex words of the lowered text)."""
+    s = m.settings
+    hits = sum(1 for w in re.findall(r"[a-z0-9']+", text.lower()) if w in m._lexicon)
+    emotion = min(1.0, (hits + 0.5 * text.count("!")) / s.emotion_saturation)
+    novelty = vocabulary.observe(m.words(text))
+    value = (s.base + s.emotion_weight * emotion + s.novelty_weight * novelty
+             + (s.flag_weight if flagged else 0.0))
+    return round(min(1.0, max(0.0, value)), 6)
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(ALPHABET + "ANGRYjoyfear"), max_size=40),
+                max_size=8),
+       st.integers(1, 5), st.booleans())
+def test_score_equals_its_definition_on_any_text(texts: list[str], min_len: int,
+                                                 flagged: bool) -> None:
+    settings = MemoryConfig().importance.model_copy(update={
+        "novelty_min_word_len": min_len, "emotion_lexicon": ("angry", "joy", "fear", "a")})
+    m = ImportanceModel(settings)
+    fast, plain = Vocabulary(16), Vocabulary(16)
+    for text in texts:
+        assert m.score(text, fast, flagged=flagged) == _regex_score(m, text, plain, flagged)
+    assert fast.get_state() == plain.get_state() and fast.digest() == plain.digest()
