@@ -488,7 +488,8 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
 
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
-            InputInvalidError: ``requests`` is not a list of requests.
+            InputInvalidError: ``requests`` is not a list of requests; ``hashes`` is not a
+                bool.
         """
         return self._retrieval.retrieve_many(requests, self._time(now), hashes=hashes)
 

@@ -176,11 +176,14 @@ class RetrievalService:
 
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
-            InputInvalidError: ``requests`` is not a list of requests, or one is malformed.
+            InputInvalidError: ``requests`` is not a list of requests, or one is malformed;
+                ``hashes`` is not a bool.
         """
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InputInvalidError("requests must be a list of RetrievalRequest",
                                     details={"field": "requests"})
+        if not isinstance(hashes, bool):
+            raise InputInvalidError("hashes must be True or False", details={"field": "hashes"})
         reqs = [self._prepare(r) for r in requests]
         store = self._state.store
         jobs = []

@@ -129,10 +129,15 @@ def test_hashes_when_the_record_cache_starts_over() -> None:
         _check(engine, now)
 
 
-def test_a_bad_frame_raises_before_anything_is_hashed() -> None:
+def test_a_bad_frame_or_flag_raises_before_anything_is_served() -> None:
     engine = _engine()
+    before = engine.state_hash()
     with pytest.raises(InputInvalidError):
         engine.retrieve_many("not a list", now=100, hashes=True)  # type: ignore[arg-type]
+    with pytest.raises(InputInvalidError) as info:
+        engine.retrieve_many(_requests(), now=100, hashes="yes")  # type: ignore[arg-type]
+    assert info.value.details["field"] == "hashes"
+    assert engine.state_hash() == before
     _check(engine, 100)
 
 

@@ -30,6 +30,7 @@ from f09_memory import (
     RecordView,
     RetrievalRequest,
     RetrievedBundle,
+    RetrievedBundles,
     SocialChanged,
     TickPoint,
     TickReport,
@@ -52,6 +53,10 @@ bundle: RetrievedBundle = engine.retrieve(
 bundles: list[RetrievedBundle] = engine.retrieve_many([{"agentId": "npc-1",
                                                         "purpose": "dialog",
                                                         "maxTokens": 10}])
+hashed: RetrievedBundles = engine.retrieve_many(
+    [RetrievalRequest(agent_id="npc-1", purpose="dialog", max_tokens=400)], now=2_000,
+    hashes=True)
+frame_hashes: list[str] | None = hashed.hashes
 report: TickReport = engine.tick(3_000, budget_ms=2.0)
 mined: int = report.mined + report.backlog.actions_unmined
 procedures: list[Procedure] = engine.procedures("npc-1", context="hungry", k=3)
