@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Console
@@ -43,13 +44,14 @@ from rich.table import Table
 from f09_memory.config.config import MemoryConfig
 from f09_memory.determinism import checker, golden
 from f09_memory.determinism.scenario import VillageResult, run_village
-from f09_memory.distributed.engine import ShardedMemoryEngine
-from f09_memory.embedding.calibrate import calibrate_embedder, sample_texts
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import MemoryEngineError
 from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import MemoryLayer
+
+if TYPE_CHECKING:  # the commands that need them import them (a lighter start-up)
+    from f09_memory.distributed.engine import ShardedMemoryEngine
 
 __all__ = ["build_parser", "console", "main", "plain_lines", "version"]
 
@@ -202,6 +204,8 @@ def _determinism(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from f09_memory.embedding.calibrate import calibrate_embedder, sample_texts
+
     provider: EmbeddingProvider
     if args.embedder == "hashing":
         provider = HashingEmbedder()
@@ -316,6 +320,8 @@ def _simulate(args: argparse.Namespace) -> int:
     config = MemoryConfig.from_env() if args.from_env else MemoryConfig()
     engine: MemoryEngine | ShardedMemoryEngine
     if args.shards is not None:
+        from f09_memory.distributed.engine import ShardedMemoryEngine
+
         engine = ShardedMemoryEngine(config, shards=args.shards, seed=args.seed, path=args.db,
                                      commit=args.commit, hash_bundles=True)
     elif args.db:
