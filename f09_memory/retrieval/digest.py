@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel
 
 from f09_memory.canonical import DEFAULT_QUANTUM, canonicalize
+from f09_memory.errors import InputInvalidError
 from f09_memory.schema.enums import PressureState
 from f09_memory.schema.records import (
     MemoryRecord,
@@ -154,12 +155,29 @@ def _content_hash(values: dict[str, Any]) -> str:
     return hashlib.sha256(values["content"].encode("utf-8")).hexdigest()
 
 
+def _quantized(value: Any, field: str) -> int:
+    """``value`` quantized (an int); a number that is not finite is refused.
+
+    Raises:
+        InputInvalidError: ``value`` is NaN or infinite (only a bundle or record built
+            without validation can hold one).
+    """
+    try:
+        return round(float(value) * DEFAULT_QUANTUM)
+    except (ValueError, OverflowError):
+        raise InputInvalidError(
+            f"{field} is {value!r}, not a finite number: hash bundles the engine returned, "
+            "or validate a hand-made one first (model_validate)",
+            details={"field": field}) from None
+
+
 def _diagnostics_form(diagnostics: RetrievalDiagnostics) -> list[Any]:
     """Every diagnostics field but ``time_ms``, in declaration order (weights quantized)."""
     values = diagnostics.__dict__
     form = [_plain(values[name]) for name in _DIAGNOSTICS_GENERIC]
     form.append([
-        [c.key, round(float(c.weight) * DEFAULT_QUANTUM)] for c in values["scoring_breakdown"]
+        [c.key, _quantized(c.weight, "scoring_breakdown.weight")]
+        for c in values["scoring_breakdown"]
     ])
     return form
 
@@ -179,7 +197,7 @@ def _record_form(values: dict[str, Any]) -> list[Any]:
         row[_HASH_AT] = _content_hash(values)
     meta = values["metadata"].__dict__
     rest = _metadata_rest(meta)
-    row.append(round(float(values["importance"]) * DEFAULT_QUANTUM))
+    row.append(_quantized(values["importance"], "importance"))
     row.extend(_metadata_short(meta))
     row.append(None if rest == _EMPTY_REST else _metadata_rest_form(rest))
     return row
@@ -289,6 +307,10 @@ def bundle_hash(bundle: RetrievedBundle) -> str:
 
     Returns:
         64 lowercase hex characters; equal bundles give equal hashes in every process.
+
+    Raises:
+        InputInvalidError: The bundle holds a number that is not finite (an importance or
+            a score weight: a bundle built without validation).
     """
     return hash_with_digests(bundle, b"".join(map(record_digest, bundle.records)))
 

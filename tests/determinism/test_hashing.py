@@ -319,6 +319,28 @@ def test_the_tail_of_unexpected_types_takes_the_general_form() -> None:
     assert hashing._fast_tail(nan.__dict__) is None  # validation never lets one through
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_bundle_with_a_number_that_is_not_finite_is_refused_with_the_taxonomy(
+        bad: float) -> None:
+    from f09_memory.determinism.hashing import BundleHasher, record_digest
+    from f09_memory.errors import ErrorCode, InputInvalidError
+
+    base = make_bundle()
+    weight = base.model_copy(update={"diagnostics": base.diagnostics.model_copy(update={
+        "scoring_breakdown": [ScoreComponent.model_construct(key="importance", weight=bad)]})})
+    record = base.records[0].model_copy(update={"importance": bad})
+    importance = base.model_copy(update={"records": [record]})
+    for bundle, field in ((weight, "scoring_breakdown.weight"), (importance, "importance")):
+        for hash_of in (bundle_hash, BundleHasher()):
+            with pytest.raises(InputInvalidError) as info:
+                hash_of(bundle)
+            assert info.value.code == ErrorCode.MEMORY_INPUT_INVALID
+            assert info.value.details["field"] == field
+    with pytest.raises(InputInvalidError):
+        record_digest(record)
+    assert len(bundle_hash(base)) == 64  # the finite bundle still hashes
+
+
 def test_engine_bundles_tails_are_the_encoded_form() -> None:
     """Every pressure, strategy and query case the village plays."""
     from f09_memory.determinism.scenario import Village
