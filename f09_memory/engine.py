@@ -479,17 +479,14 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         Query texts are embedded (and cached) per distinct text.
 
         With ``hashes=True`` the result's ``hashes`` holds each bundle's
-        :func:`~f09_memory.bundle_hash`, computed from record digests the engine keeps per
-        record version, so a record is digested once while it is unchanged (what a replay
-        check or ``f09-memory simulate`` hashes every frame).
+        :func:`~f09_memory.bundle_hash`, from record digests kept per record version.
 
         Returns:
             The bundles (a list; ``hashes`` is ``None`` unless asked for).
 
         Raises:
             TokenBudgetUndefinedError: A request without a positive ``max_tokens``.
-            InputInvalidError: ``requests`` is not a list of requests; ``hashes`` is not a
-                bool.
+            InputInvalidError: ``requests`` is not a list, or ``hashes`` not a bool.
         """
         return self._retrieval.retrieve_many(requests, self._time(now), hashes=hashes)
 
@@ -509,10 +506,7 @@ class MemoryEngine(PersistenceFacade, WorldFacade):
         Raises:
             InputInvalidError: ``embedder`` does not fit the EmbeddingProvider protocol.
         """
-        if self._semantic.set_provider(embedder) or not self._semantic.available:
-            self._semantic.invalidate(self._state.store)
-        else:
-            self._semantic.retry_all(self._state.store)
+        self._semantic.switch_provider(embedder, self._state.store)
         self._reader.clear()
 
     def set_embed_executor(self, executor: Executor | None) -> None:

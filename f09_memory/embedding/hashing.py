@@ -220,9 +220,7 @@ class HashingEmbedder:
         if None not in out:
             return out, None  # type: ignore[return-value]  # every text was seen
         misses = [i for i, known in enumerate(out) if known is None]
-        findall = _TOKEN.findall
-        strip = _POSSESSIVE.sub
-        tokenized = [findall(strip("", items[i].lower())) for i in misses]
+        tokenized = [self.tokens(items[i]) for i in misses]
         words = list(itertools.chain.from_iterable(tokenized))
         ids_of = self._ids
         unknown = [word for word in words if word not in ids_of]

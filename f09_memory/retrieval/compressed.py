@@ -60,17 +60,17 @@ class CompressedRecords:
     def of(self, am: AgentMemory, slots: NDArray[np.intp], ratio: float,
            profile: PressureProfile) -> tuple[list[MemoryRecord], int]:
         """The compressed records in ``slots``, in order, and their total tokens."""
-        settings = (ratio, profile.compression_strategy, profile.drop_metadata)
-        cache = self._records.get((am.agent_id, settings))
+        key = _key(am, ratio, profile)
+        cache = self._records.get(key)
         if cache is None:
-            cache = self._records[(am.agent_id, settings)] = {}
+            cache = self._records[key] = {}
         revs = am.rev[slots].tolist()
         out = list(map(cache.get, revs))
         if not all(out):  # a record object is always true: only misses are None
             built = self._build(am, slots)
             if self._count >= COMPRESSED_MAX:
                 self.clear()
-                cache = self._records[(am.agent_id, settings)] = {}
+                cache = self._records[key] = {}
             texts = self._texts
             strategy = profile.compression_strategy
             for i, rev in enumerate(revs):
@@ -99,7 +99,7 @@ class CompressedRecords:
         ``records`` are what :meth:`of` gave for the same arguments; digests are kept by
         the record's ``rev`` beside the records (and dropped with them).
         """
-        key = (am.agent_id, (ratio, profile.compression_strategy, profile.drop_metadata))
+        key = _key(am, ratio, profile)
         memo = self._digests.get(key)
         if memo is None:
             memo = self._digests[key] = {}
@@ -110,3 +110,9 @@ class CompressedRecords:
                 if digest is None:
                     found[i] = memo[revs[i]] = record_digest(records[i])
         return b"".join(found)  # type: ignore[arg-type]
+
+
+def _key(am: AgentMemory, ratio: float, profile: PressureProfile
+         ) -> tuple[str, tuple[float, str, bool]]:
+    """The cache key of an agent's records compressed with these settings."""
+    return am.agent_id, (ratio, profile.compression_strategy, profile.drop_metadata)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
-from f09_memory.canonical import DEFAULT_QUANTUM, canonicalize
+from f09_memory.canonical import DEFAULT_QUANTUM, canonicalize, quantize_scalar
 from f09_memory.errors import InputInvalidError
 from f09_memory.schema.enums import PressureState
 from f09_memory.schema.records import (
@@ -163,7 +163,7 @@ def _quantized(value: Any, field: str) -> int:
             without validation can hold one).
     """
     try:
-        return round(float(value) * DEFAULT_QUANTUM)
+        return quantize_scalar(value, DEFAULT_QUANTUM)
     except (ValueError, OverflowError):
         raise InputInvalidError(
             f"{field} is {value!r}, not a finite number: hash bundles the engine returned, "

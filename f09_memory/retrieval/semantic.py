@@ -186,6 +186,17 @@ class SemanticMemory:
         self._centroids.clear()
         return old is not None and old != self.version
 
+    def switch_provider(self, provider: EmbeddingProvider | None, store: MemoryStore) -> None:
+        """:meth:`set_provider` on a store that holds records (``MemoryEngine.set_embedder``).
+
+        A provider that makes stored vectors stale (or no provider) invalidates them all;
+        the same version retries every agent's records that failed to embed.
+        """
+        if self.set_provider(provider) or not self.available:
+            self.invalidate(store)
+        else:
+            self.retry_all(store)
+
     def invalidate(self, store: MemoryStore) -> None:
         """Mark every vector stale and drop every index (after a provider change)."""
         if self.pending is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.canonical import canonical_json
+from f09_memory.canonical import canonical_json, quantize, quantize_scalar
 
 if TYPE_CHECKING:
     from f09_memory.store.agent import AgentMemory
@@ -35,7 +35,7 @@ def record_digest(am: AgentMemory, slot: int, quantum: int) -> bytes:
         _, _, _ = am._arrays
     k = key.item(slot)
     head = _HEAD.pack(
-        k, layer.item(slot), round(importance.item(slot) * quantum), flagged.item(slot),
+        k, layer.item(slot), quantize_scalar(importance.item(slot), quantum), flagged.item(slot),
         created.item(slot), anchor.item(slot), am.tokens.item(slot), deadline.item(slot),
         status.item(slot), redacted.item(slot), am.embedded.item(slot), 0)
     text = am.content[slot]
@@ -75,7 +75,7 @@ def _digests(am: AgentMemory, slots: NDArray[np.intp], quantum: int) -> list[byt
     for name in ("key", "layer", "flagged", "created", "anchor", "tokens", "deadline",
                  "status", "redacted", "embedded"):
         heads[name] = getattr(am, name)[slots]
-    heads["importance"] = np.rint(am.importance[slots] * quantum)  # round() of each
+    heads["importance"] = quantize(am.importance[slots], quantum)
     raw = heads.tobytes()
     width = _HEAD_DTYPE.itemsize
     get_tags = am.tags.get
