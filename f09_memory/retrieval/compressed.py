@@ -12,6 +12,7 @@ compressed once.
 from __future__ import annotations
 
 import operator
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,10 +44,10 @@ class CompressedRecords:
     def __init__(self, build: RecordsBuilder, counter: TokenCounter) -> None:
         self._build = build
         self._counter = counter
-        self._records: dict[tuple[str, tuple[float, str, bool]], dict[int, MemoryRecord]] = {}
+        self._records: dict[_Key, dict[int, MemoryRecord]] = {}
         self._count = 0
         self._texts: dict[tuple[str, float, str, tuple[str, ...], int], tuple[str, int]] = {}
-        self._digests: dict[tuple[str, tuple[float, str, bool]], dict[int, bytes]] = {}
+        self._digests: dict[_Key, dict[int, bytes]] = {}
 
     def clear(self) -> None:
         """Drop the compressed records and their digests (the store was restored).
@@ -60,17 +61,12 @@ class CompressedRecords:
     def of(self, am: AgentMemory, slots: NDArray[np.intp], ratio: float,
            profile: PressureProfile) -> tuple[list[MemoryRecord], int]:
         """The compressed records in ``slots``, in order, and their total tokens."""
-        key = _key(am, ratio, profile)
-        cache = self._records.get(key)
-        if cache is None:
-            cache = self._records[key] = {}
-        revs = am.rev[slots].tolist()
-        out = list(map(cache.get, revs))
+        cache, revs, out = _by_rev(self._records, am, slots, ratio, profile)
         if not all(out):  # a record object is always true: only misses are None
             built = self._build(am, slots)
             if self._count >= COMPRESSED_MAX:
                 self.clear()
-                cache = self._records[key] = {}
+                cache = self._records[_key(am, ratio, profile)] = {}
             texts = self._texts
             strategy = profile.compression_strategy
             for i, rev in enumerate(revs):
@@ -99,12 +95,7 @@ class CompressedRecords:
         ``records`` are what :meth:`of` gave for the same arguments; digests are kept by
         the record's ``rev`` beside the records (and dropped with them).
         """
-        key = _key(am, ratio, profile)
-        memo = self._digests.get(key)
-        if memo is None:
-            memo = self._digests[key] = {}
-        revs = am.rev[slots].tolist()
-        found = list(map(memo.get, revs))
+        memo, revs, found = _by_rev(self._digests, am, slots, ratio, profile)
         if not all(found):  # a digest is 32 non-empty bytes: only misses are None
             for i, digest in enumerate(found):
                 if digest is None:
@@ -112,7 +103,25 @@ class CompressedRecords:
         return b"".join(found)  # type: ignore[arg-type]
 
 
-def _key(am: AgentMemory, ratio: float, profile: PressureProfile
-         ) -> tuple[str, tuple[float, str, bool]]:
+_Key = tuple[str, tuple[float, str, bool]]
+_V = TypeVar("_V")
+
+
+def _key(am: AgentMemory, ratio: float, profile: PressureProfile) -> _Key:
     """The cache key of an agent's records compressed with these settings."""
     return am.agent_id, (ratio, profile.compression_strategy, profile.drop_metadata)
+
+
+def _by_rev(table: dict[_Key, dict[int, _V]], am: AgentMemory, slots: NDArray[np.intp],
+            ratio: float, profile: PressureProfile
+            ) -> tuple[dict[int, _V], list[int], list[_V | None]]:
+    """``table``'s memo for these settings (made if new), the slots' revs, its entries.
+
+    An entry is ``None`` where the memo holds nothing for that rev yet.
+    """
+    key = _key(am, ratio, profile)
+    memo = table.get(key)
+    if memo is None:
+        memo = table[key] = {}
+    revs = am.rev[slots].tolist()
+    return memo, revs, list(map(memo.get, revs))
