@@ -66,6 +66,10 @@ def l2_normalize_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
     if matrix.size == 0:
         return matrix
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    if norms.shape[0] == 1:  # one row (a query, a single ingest): the same floats, scalar
+        norm = float(norms[0])
+        matrix *= np.float32(1.0 / norm if norm > 0.0 else 0.0)
+        return matrix
     scale = np.zeros_like(norms)
     np.divide(1.0, norms, out=scale, where=norms > 0.0)
     matrix *= scale.astype(np.float32)[:, None]

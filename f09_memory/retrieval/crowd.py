@@ -170,7 +170,7 @@ class CrowdRows:
         if all(p is policies[0] for p in policies):  # one layer policy for the frame
             barred = np.flatnonzero(~policies[0]).tolist()
             if barred and any(am.holds_any(barred) for am in ams):
-                mask &= policies[0][layer]
+                mask &= policies[0].take(layer)
         else:
             mask &= self._lookup(policies, layer)
         statuses = [status_table(request) for request in requests]

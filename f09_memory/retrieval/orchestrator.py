@@ -105,8 +105,10 @@ def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
         sims = similarities(am.vectors, q, slots)
     else:  # most rows: one contiguous product beats copying the rows out
         sims = similarities(am.vectors[: am.hi], q)[slots]
-    sims[~am.embedded[slots]] = 0.0
-    np.clip(sims, 0.0, 1.0, out=sims)
+    embedded = am.embedded[slots]
+    if not embedded.all():
+        sims[~embedded] = 0.0
+    np.minimum(np.maximum(sims, 0.0, out=sims), 1.0, out=sims)  # np.clip's wrapper costs more
     return sims
 
 
@@ -382,7 +384,7 @@ class Retriever:
             score *= rw
             score += iw * boosted
             if pw:
-                score += (pw * layer_w[0])[rows_layer]
+                score += (pw * layer_w[0]).take(rows_layer)
             if sw and any_sims:
                 score += sw * sims
             if prox is not None and weights[0][4]:
@@ -392,7 +394,8 @@ class Retriever:
             w = weights[row_kind]
             score *= w[:, 1]
             score += w[:, 0] * boosted
-            score += (weights[:, 3:4] * layer_w)[row_kind, rows_layer]
+            cell = row_kind * layer_w.shape[1] + rows_layer
+            score += (weights[:, 3:4] * layer_w).ravel().take(cell)
             if any_sims:
                 score += w[:, 2] * sims
             if prox is not None:

@@ -118,7 +118,7 @@ def compute_scores(
             imp = np.where(flagged, imp * ctx.boost, imp)
         score += iw * imp
     if pw:
-        score += pw * ctx.layer_weights[am.layer[slots]]
+        score += pw * ctx.layer_weights.take(am.layer[slots])
     if sw and semantic is not None:
         score += sw * semantic
     if proximity is not None and weights.shape[0] == 5 and weights[4]:
@@ -152,7 +152,7 @@ def score_terms(
     out[:, 1] = recency_scores(ctx.now, am.anchor[slots], ctx.half_life_ms)
     if semantic is not None:
         out[:, 2] = semantic
-    out[:, 3] = ctx.layer_weights[am.layer[slots]]
+    out[:, 3] = ctx.layer_weights.take(am.layer[slots])
     if proximity is not None and out.shape[1] == 5:
         out[:, 4] = proximity
     return out

@@ -102,7 +102,7 @@ def _centroid(parts: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
         centroid = parts[0][0]
     else:
         centroid = np.concatenate(parts).mean(axis=0)
-    norm = float(np.linalg.norm(centroid))
+    norm = float(np.sqrt(centroid.dot(centroid)))  # np.linalg.norm's float32 steps
     if norm == 0.0:
         return None
     out: NDArray[np.float32] = (centroid / norm).astype(np.float32)
