@@ -7,6 +7,7 @@ import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
 from f09_memory.errors import ErrorCode, MemoryEngineError
+from f09_memory.retrieval.filters import candidate_mask, request_filter_mask, status_table
 from f09_memory.testing import capture_events
 
 WORDS = "smith well gold debt market guard fire bread river king queen sword".split()
@@ -255,3 +256,25 @@ def test_frame_after_frame_the_kept_columns_follow_every_change(seed: int) -> No
     reordered = frame[::-1]  # another order: the columns are built again
     assert [bundle_hash(b) for b in engine.retrieve_many(reordered, now=3_000)] == [
         bundle_hash(engine.retrieve(r, now=3_000)) for r in reordered]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_candidate_mask_equals_every_test_applied(seed: int) -> None:
+    """The single-agent mask skips the deadline and status tests only when no record can
+    fail them (the maintained deadline bound, no inactive record ever held): it equals
+    the four tests applied in full, before and after TTLs fall due."""
+    engine = crowd(seed)
+    retriever = engine._retriever
+    for now in (100, 1_000, 10_000):
+        for request in requests():
+            am = engine._state.store.get(request.agent_id)
+            if am is None:
+                continue
+            hi = am.hi
+            policy = retriever.layer_policy(request)
+            full = (am.alive[:hi] & (am.deadline[:hi] > now) & policy[am.layer[:hi]]
+                    & status_table(request)[am.status[:hi]])
+            if request.has_filters():
+                full &= request_filter_mask(am, request)
+            assert candidate_mask(am, request, now, policy).tolist() == full.tolist()
+        engine.tick(now)
