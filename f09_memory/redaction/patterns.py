@@ -107,30 +107,39 @@ def _search(regex: str) -> Gate:
     return re.compile(regex).search
 
 
-# Per built-in: (needs a digit, gate on one text, gate on texts joined by "\n", check).
-# A gate is a necessary condition of a replacement (after the digit condition, which the
-# Redactor tests once per text and once per batch); a batch gate holds on the joined texts
-# whenever the gate holds on one of them. Gates are substring tests where they can be (a
-# rare character first: one memchr over a batch), regex scans only on texts with a digit.
-_BUILTIN_PARTS: dict[str, tuple[bool, Gate, Gate | None, SpanCheck | None]] = {
-    "EMAIL": (False, lambda t: "@" in t, lambda j: "@" in j, None),
-    "UUID": (False, lambda t: "-" in t, lambda j: "-" in j, None),
-    "JWT": (False, lambda t: "eyJ" in t, lambda j: "J" in j and "eyJ" in j, None),
-    "BEARER": (False, lambda t: "earer" in t or "EARER" in t,
+def _ipv4_gate(text: str) -> bool:
+    return text.count(".") >= 3 and _IPV4_PAIR(text) is not None
+
+
+_IPV4_PAIR = re.compile(r"[0-9]\.[0-9]").search
+
+# Per built-in: (the fewest digits a replacement holds, gate on one text, gate on texts
+# joined by "\n", check). A gate is a necessary condition of a replacement (after the digit
+# count, which the Redactor takes once per text, and the digit test once per batch); a
+# batch gate holds on the joined texts whenever the gate holds on one of them. Gates are
+# substring tests where they can be (a rare character first: one memchr over a batch),
+# regex scans only on texts with enough digits: a card is 13-19 digits (``card_spans``), a
+# NUMSEQ16 run 16, a dotted quad 4, an IBAN's check digits 2, the shortest phone
+# number the regex takes 4 (two groups of two), an SSN 9.
+_BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
+    "EMAIL": (0, lambda t: "@" in t, lambda j: "@" in j, None),
+    "UUID": (0, lambda t: "-" in t, lambda j: "-" in j, None),
+    "JWT": (0, lambda t: "eyJ" in t, lambda j: "J" in j and "eyJ" in j, None),
+    "BEARER": (0, lambda t: "earer" in t or "EARER" in t,
                lambda j: "earer" in j or "EARER" in j, bearer_spans),
-    "API_KEY": (False, lambda t: "sk-" in t or "k_live_" in t or "k_test_" in t,
+    "API_KEY": (0, lambda t: "sk-" in t or "k_live_" in t or "k_test_" in t,
                 lambda j: ("-" in j and "sk-" in j) or (
                     "_" in j and ("k_live_" in j or "k_test_" in j)), prefixed_key_spans),
-    "AWS_KEY": (False, lambda t: "AKIA" in t or "ASIA" in t,
+    "AWS_KEY": (0, lambda t: "AKIA" in t or "ASIA" in t,
                 lambda j: "IA" in j and ("AKIA" in j or "ASIA" in j), aws_spans),
-    "GITHUB_TOKEN": (False, lambda t: "_" in t and "gh" in t,
+    "GITHUB_TOKEN": (0, lambda t: "_" in t and "gh" in t,
                      lambda j: "_" in j and "gh" in j, None),
-    "CARD": (True, _search(r"\d[\d \-]{11,}\d"), None, card_spans),
-    "NUMSEQ16": (True, _search(r"\d[\d \-]{14,}\d"), None, None),
-    "IBAN": (True, _search(r"[A-Za-z]{2}[0-9]{2}"), None, iban_spans),
-    "IPV4": (True, _search(r"[0-9]\.[0-9]"), None, None),
-    "PHONE": (True, _search(r"[0-9]{2}"), None, phone_spans),
-    "SSN": (True, _search(r"[0-9]{3}[\- ][0-9]{2}"), None, None),
+    "CARD": (13, _search(r"\d[\d \-]{11,}\d"), None, card_spans),
+    "NUMSEQ16": (16, _search(r"\d[\d \-]{14,}\d"), None, None),
+    "IBAN": (2, _search(r"[A-Za-z]{2}[0-9]{2}"), None, iban_spans),
+    "IPV4": (4, _ipv4_gate, None, None),
+    "PHONE": (4, _search(r"[0-9]{2}"), None, phone_spans),
+    "SSN": (9, _search(r"[0-9]{3}[\- ][0-9]{2}"), None, None),
 }
 
 
@@ -140,7 +149,9 @@ class CompiledPattern(NamedTuple):
     Attributes:
         label: The built-in name, or ``CUSTOM<i>`` (``i``: the entry's index in the list).
         regex: The compiled regular expression.
-        digit: Whether a replacement needs a digit in the text (tested once per text).
+        digits: The fewest digits a replacement holds (0: none needed). Tested once per
+            text, before the gate: an ASCII text's digits are counted, any other text is
+            only tested for a digit (its other scripts' digits are not counted).
         gate: A necessary condition on one text, checked before the regex (``None``:
             always run, as for custom patterns).
         batch_gate: The same condition on several texts joined by newlines (``None``:
@@ -150,15 +161,15 @@ class CompiledPattern(NamedTuple):
 
     label: str
     regex: re.Pattern[str]
-    digit: bool = False
+    digits: int = 0
     gate: Gate | None = None
     batch_gate: Gate | None = None
     check: SpanCheck | None = None
 
 
 def _builtin(name: str) -> CompiledPattern:
-    digit, gate, batch_gate, check = _BUILTIN_PARTS[name]
-    return CompiledPattern(name, re.compile(BUILTIN_PATTERNS[name]), digit, gate, batch_gate,
+    digits, gate, batch_gate, check = _BUILTIN_PARTS[name]
+    return CompiledPattern(name, re.compile(BUILTIN_PATTERNS[name]), digits, gate, batch_gate,
                            check)
 
 

@@ -30,12 +30,27 @@ PLACEHOLDER_RE = re.compile(r"<REDACT:sha256-[0-9a-f]{12}>")
 _SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")
 _DIGIT = re.compile(r"\d").search
 _ASCII_DIGITS = "0123456789"
+_ASCII_DIGIT_BYTES = _ASCII_DIGITS.encode()
+_MANY = 1 << 30
+"""The digit count of a non-ASCII text that holds a digit (its digits are not counted)."""
 _MEMO_MAX = 4096
 """Most texts in each of the memo's two generations: when the newer one is full it becomes
 the older (the older is dropped), so the texts told lately stay remembered."""
 _Redacted = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
 """A text's redaction: the text, the labels that matched, ``(label, replacements)``."""
 _TEXT, _HITS, _MADE = (operator.itemgetter(i) for i in range(3))
+
+
+
+def _digit_count(text: str) -> int:
+    r"""The digits of ``text``, to compare with ``CompiledPattern.digits``.
+
+    An ASCII text's are counted (one C-level pass); any other text gives :data:`_MANY` if it
+    holds a digit of any script (``\d`` matches them all), else 0.
+    """
+    if text.isascii():
+        return len(text) - len(text.encode().translate(None, _ASCII_DIGIT_BYTES))
+    return _MANY if _DIGIT(text) is not None else 0
 
 
 class Redactor:
@@ -203,12 +218,15 @@ class Redactor:
         hits: list[str] = []
         made: list[tuple[str, int]] = []
         protect: bool | None = None  # whether the text holds a placeholder (when needed)
-        digit: bool | None = None  # whether the text holds a digit, found when first needed
+        digits = -1  # the text's digit count (_digit_count), taken when first needed
         for pattern in patterns:
-            if pattern.digit:
-                if digit is None:
-                    digit = _DIGIT(text) is not None
-                if not digit:
+            need = pattern.digits
+            if need:
+                if digits < 0:
+                    # Of the text as given: a replacement only removes digits from what
+                    # later patterns may match (placeholders are never matched again).
+                    digits = _digit_count(text)
+                if digits < need:
                     continue
             gate = pattern.gate
             if (gate is not None and not gate(text)) or pattern.regex.search(text) is None:
@@ -283,7 +301,7 @@ class Redactor:
         digit: bool | None = None
         active = []
         for p in self._compiled:
-            if p.digit:
+            if p.digits:
                 if digit is None:  # a non-ASCII batch may hold another script's digits
                     digit = not joined.isascii() or any(map(joined.__contains__, _ASCII_DIGITS))
                 if not digit:

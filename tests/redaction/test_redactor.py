@@ -209,3 +209,23 @@ def test_the_memo_keeps_the_texts_told_lately_across_a_turnover() -> None:
         r.redact(f"mail other{i}@example.org")
     assert first == r.redact(told) and told in applied
     assert 4 + 3 * module._MEMO_MAX == r.counts["EMAIL"]  # each telling counted
+
+
+_PIECES = st.sampled_from([
+    "4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "1234 5678 9012 3456 7",
+    "DE89 3704 0044 0532 0130 00", "gb82west12345698765432", "10.0.0.1", "192.168.1.254",
+    "+44 20 7946 0958", "123-45-6789", "a@b.io", "123e4567-e89b-12d3-a456-426614174000",
+    "\u0664\u0661\u0661\u0661 \u0661\u0661\u0661\u0661", "<REDACT:sha256-0123456789ab>",
+    "agent-0012", "(3,4)", "step 12", " ", "-", ".", "..", "x", "DE", "42", "7", "0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_the_digit_counts_and_gates_only_skip_patterns_that_replace_nothing(
+        pieces: list[str]) -> None:
+    """Every built-in (the opt-in ones too) applied without its digit count and gate gives
+    the same text and labels: they are necessary conditions of a replacement."""
+    text = "".join(pieces)
+    redactor = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)
+    ungated = [p._replace(digits=0, gate=None) for p in redactor._compiled]
+    assert redactor._apply(text, redactor._compiled) == redactor._apply(text, ungated)
