@@ -136,7 +136,8 @@ _BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
                      lambda j: "_" in j and "gh" in j, None),
     "CARD": (13, _search(r"\d[\d \-]{11,}\d"), None, card_spans),
     "NUMSEQ16": (16, _search(r"\d[\d \-]{14,}\d"), None, None),
-    "IBAN": (2, _search(r"[A-Za-z]{2}[0-9]{2}"), None, iban_spans),
+    # Two letters then two digits, found from the digits (the rarer class: a faster scan).
+    "IBAN": (2, _search(r"[0-9]{2}(?<=[A-Za-z]{2}[0-9]{2})"), None, iban_spans),
     "IPV4": (4, _ipv4_gate, None, None),
     "PHONE": (4, _search(r"[0-9]{2}"), None, phone_spans),
     "SSN": (9, _search(r"[0-9]{3}[\- ][0-9]{2}"), None, None),
