@@ -107,11 +107,23 @@ def _search(regex: str) -> Gate:
     return re.compile(regex).search
 
 
-def _ipv4_gate(text: str) -> bool:
-    return text.count(".") >= 3 and _IPV4_PAIR(text) is not None
+def _digit_run(regex: str) -> Gate:
+    r"""A gate of ``regex`` written with ``0-9``, which an ASCII text is searched with.
+
+    Any other text is searched with ``0-9`` read as ``\d`` (any script's digits, as the
+    patterns ``CARD`` and ``NUMSEQ16`` take them). The ASCII classes scan about twice as
+    fast (the regex engine skips to a listed character; it tries every position for ``\d``).
+    """
+    ascii_search = re.compile(regex).search
+    any_search = re.compile(regex.replace("0-9", r"\d")).search
+    return lambda t: (ascii_search(t) if t.isascii() else any_search(t)) is not None
 
 
 _IPV4_PAIR = re.compile(r"[0-9]\.[0-9]").search
+
+
+def _ipv4_gate(text: str) -> bool:
+    return text.count(".") >= 3 and _IPV4_PAIR(text) is not None
 
 # Per built-in: (the fewest digits a replacement holds, gate on one text, gate on texts
 # joined by "\n", check). A gate is a necessary condition of a replacement (after the digit
@@ -123,7 +135,7 @@ _IPV4_PAIR = re.compile(r"[0-9]\.[0-9]").search
 # number the regex takes 4 (two groups of two), an SSN 9.
 _BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
     "EMAIL": (0, lambda t: "@" in t, lambda j: "@" in j, None),
-    "UUID": (0, lambda t: "-" in t, lambda j: "-" in j, None),
+    "UUID": (0, lambda t: t.count("-") >= 4, lambda j: "-" in j, None),  # 8-4-4-4-12
     "JWT": (0, lambda t: "eyJ" in t, lambda j: "J" in j and "eyJ" in j, None),
     "BEARER": (0, lambda t: "earer" in t or "EARER" in t,
                lambda j: "earer" in j or "EARER" in j, bearer_spans),
@@ -134,10 +146,10 @@ _BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
                 lambda j: "IA" in j and ("AKIA" in j or "ASIA" in j), aws_spans),
     "GITHUB_TOKEN": (0, lambda t: "_" in t and "gh" in t,
                      lambda j: "_" in j and "gh" in j, None),
-    "CARD": (13, _search(r"\d[\d \-]{11,}\d"), None, card_spans),
-    "NUMSEQ16": (16, _search(r"\d[\d \-]{14,}\d"), None, None),
-    # Two letters then two digits, found from the digits (the rarer class: a faster scan).
-    "IBAN": (2, _search(r"[0-9]{2}(?<=[A-Za-z]{2}[0-9]{2})"), None, iban_spans),
+    "CARD": (13, _digit_run(r"[0-9][0-9 \-]{11,}[0-9]"), None, card_spans),
+    "NUMSEQ16": (16, _digit_run(r"[0-9][0-9 \-]{14,}[0-9]"), None, None),
+    # Two letters then two digits, found from a digit (the rarer class leads the scan).
+    "IBAN": (2, _search(r"[0-9](?<=[A-Za-z]{2}[0-9])[0-9]"), None, iban_spans),
     "IPV4": (4, _ipv4_gate, None, None),
     "PHONE": (4, _search(r"[0-9]{2}"), None, phone_spans),
     "SSN": (9, _search(r"[0-9]{3}[\- ][0-9]{2}"), None, None),
