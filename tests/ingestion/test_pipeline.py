@@ -12,11 +12,13 @@ from f09_memory.ingestion.frame_checks import simple_batch
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
+    _parse_metadata,
     simple_pending,
     validate_agent_id,
     validate_mapping,
 )
 from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.records import RecordMetadata
 
 ITEMS: list[Any] = [
     {"content": "saw the smith"},
@@ -220,3 +222,40 @@ def test_a_frame_checked_by_columns_groups_as_item_by_item(items: list[Any],
     """Plain items checked by columns and the others in full: the same groups, or the same
     error about the same item, as checking every item in turn."""
     assert _grouped(items, limits, True) == _grouped(items, limits, False)
+
+
+_ATTRIBUTE_VALUES = st.one_of(
+    st.text(max_size=5), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.none(), st.lists(st.integers(), max_size=2))
+_METADATA = st.one_of(
+    st.dictionaries(st.just("attributes"), st.dictionaries(
+        st.one_of(st.text(max_size=4), st.integers(0, 3)), _ATTRIBUTE_VALUES, max_size=4)),
+    st.dictionaries(st.sampled_from(["attributes", "tags", "flagged", "sourceEvent", "other"]),
+                    st.one_of(st.dictionaries(st.text(max_size=3), _ATTRIBUTE_VALUES,
+                                              max_size=2), st.lists(st.text(max_size=3),
+                                                                    max_size=2),
+                              st.booleans(), st.none()), max_size=3),
+    st.just({"attributes": None}), st.just([("attributes", {})]))
+
+
+def _described(meta: object) -> object:
+    """A model's fields with each value's type (True == 1 and nan != nan hide changes)."""
+    assert isinstance(meta, RecordMetadata)
+    return [(name, type(value).__name__, repr(value)) for name, value in
+            [*((n, getattr(meta, n)) for n in RecordMetadata.model_fields if n != "attributes"),
+             *sorted(meta.attributes.items())]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_METADATA)
+def test_metadata_of_attributes_only_is_built_as_pydantic_validates_it(metadata: object) -> None:
+    """The attributes-only shortcut gives pydantic's model, or pydantic's error."""
+    try:
+        expected: object = _described(RecordMetadata.parse(metadata))
+    except MemoryEngineError as exc:
+        expected = (exc.code, str(exc))
+    try:
+        got: object = _described(_parse_metadata(metadata))
+    except MemoryEngineError as exc:
+        got = (exc.code, str(exc))
+    assert got == expected
