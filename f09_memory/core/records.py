@@ -37,9 +37,13 @@ _METAS_MAX = 4096
 _new_record = trusted_factory(MemoryRecord)
 
 
+def _sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importance: float,
             anchor: int, ttl: int | None, version: str | None, tokens: int, content: str,
-            meta: RecordMetadata, redacted: bool) -> MemoryRecord:
+            meta: RecordMetadata, redacted: bool, digest: str) -> MemoryRecord:
     return _new_record({
         "id": f"{agent_id}:{key:010d}",
         "layer": layer,
@@ -53,7 +57,7 @@ def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importanc
         "content": content,
         "metadata": meta,
         "redacted": redacted,
-        "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
+        "hash": digest,
     })
 
 
@@ -142,7 +146,8 @@ class RecordReader:
         if held == rev:
             return records[slot]
         record = self._make(am, slot, am.key.item(slot),
-                            self._version() if am.embedded.item(slot) else None)
+                            self._version() if am.embedded.item(slot) else None,
+                            records.get(slot))
         if held is None:
             self._cached += 1
         revs[slot] = rev  # replaces what the slot held before (freed memory)
@@ -162,7 +167,13 @@ class RecordReader:
                 "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
         return found
 
-    def _make(self, am: AgentMemory, slot: int, key: int, version: str | None) -> MemoryRecord:
+    def _make(self, am: AgentMemory, slot: int, key: int, version: str | None,
+              before: MemoryRecord | None = None) -> MemoryRecord:
+        """The record in ``slot``; ``before``: the slot's previous object (stale), if any.
+
+        A record changed in place (a new importance or anchor) keeps its content object, so
+        ``before``'s content hash is reused; a new record in the slot has its own content.
+        """
         tags = am.tags.get(am.tagset.item(slot))
         flagged = am.flagged.item(slot)
         source = am.source_event.get(key)
@@ -184,10 +195,12 @@ class RecordReader:
         assert content is not None
         created = am.created.item(slot)
         deadline = am.deadline.item(slot)
+        digest = (before.hash if before is not None and before.content is content
+                  and before.hash is not None else _sha256(content))
         return _record(am.agent_id, key, LAYERS_BY_CODE[am.layer.item(slot)], created,
                        am.importance.item(slot), am.anchor.item(slot),
                        None if deadline == NO_DEADLINE else deadline - created, version,
-                       am.tokens.item(slot), content, meta, am.redacted.item(slot))
+                       am.tokens.item(slot), content, meta, am.redacted.item(slot), digest)
 
     def built_new(self, am: AgentMemory, slot: int, key: int, layer: MemoryLayer, now: int,
                   importance: float, ttl: int | None, content: str, tag_id: int,
@@ -217,7 +230,7 @@ class RecordReader:
             "metadata": self._metadata(am.tags.get(tag_id), flagged) if tag_id or flagged
             else _EMPTY_META,
             "redacted": redacted,
-            "hash": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
+            "hash": _sha256(content),
         })
         if slot not in revs:
             self._cached += 1
@@ -252,7 +265,7 @@ class RecordReader:
                 if slot not in held:
                     self._cached += 1
                 record = make(am, slot, am.key.item(slot),
-                              version if am.embedded.item(slot) else None)
+                              version if am.embedded.item(slot) else None, records.get(slot))
                 held[slot] = revs[i]
                 records[slot] = record
                 out[i] = record

@@ -52,6 +52,7 @@ from f09_memory.store.order import AgentOrder
 from f09_memory.store.records import (
     EMPTY_EXTRA,
     NO_DEADLINE,
+    SCALAR_MAX,
     NewRecords,
     RecordExtra,
     Removed,
@@ -559,8 +560,16 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
 
         The batch form of ``update(key, importance=..., anchor=max(now, anchor))`` over
         distinct slots (a frame's dedup reinforcements of one agent).
-        Runtime complexity: O(n) numpy.
+        Runtime complexity: O(n) numpy (scalar stores for a few slots).
         """
+        if len(slots) <= SCALAR_MAX:  # a frame's usual few: cheaper than five numpy calls
+            column, anchor = self.importance, self.anchor
+            for slot, value in zip(slots.tolist(), importance, strict=True):
+                self._unhash(slot)
+                column[slot] = value
+                if anchor.item(slot) < now:
+                    anchor[slot] = now
+            return
         self._unhash_many(slots)
         self.importance[slots] = importance
         self.anchor[slots] = np.maximum(self.anchor[slots], now)

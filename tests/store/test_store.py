@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -248,28 +250,30 @@ def test_the_record_cache_holds_one_entry_per_slot_under_churn() -> None:
     assert engine.records("a") == records
 
 
-def test_reinforce_ends_as_updates_one_by_one() -> None:
+@pytest.mark.parametrize("keys", [[0, 3, 14], [*range(10), 14]])  # scalar / numpy stores
+def test_reinforce_ends_as_updates_one_by_one(keys: list[int]) -> None:
     """The batch reinforcement of dedup: importance set, anchors moved up to now (never
     back), hashed digests taken out of the sum, every slot's rev moved."""
     engines = [MemoryEngine(MemoryConfig(), embedder=None) for _ in range(2)]
     for e in engines:
-        e.ingest_many("a", [{"content": f"fact {i}", "importance": 0.1 * i} for i in range(6)],
+        e.ingest_many("a", [{"content": f"fact {i}", "importance": 0.05 * i} for i in range(14)],
                       now=5)
         e.ingest("a", "late fact", now=50)
         e.state_hash()  # every record hashed: the changes must leave the digest sum
     batch, single = (e._state.store.get("a") for e in engines)
     assert batch is not None and single is not None
-    keys = [0, 3, 6]
+    values = [round(0.25 + 0.05 * i, 2) for i in range(len(keys))]
     revs = batch.rev.copy()
     slots = np.asarray([batch.slot_of[k] for k in keys], dtype=np.intp)
-    batch.reinforce(slots, [0.25, 0.75, 1.0], now=20)
-    for key, value in zip(keys, [0.25, 0.75, 1.0], strict=True):
+    batch.reinforce(slots, values, now=20)
+    for key, value in zip(keys, values, strict=True):
         slot = single.slot_of[key]
         single.update(key, importance=value, anchor=max(20, int(single.anchor[slot])))
     assert engines[0].state_hash() == engines[1].state_hash()
-    assert [20, 20, 50] == batch.anchor[slots].tolist()  # the late record keeps its anchor
-    assert [0.25, 0.75, 1.0] == batch.importance[slots].tolist()
-    assert (batch.rev[slots] > revs[slots]).all() and len(set(batch.rev[slots].tolist())) == 3
+    assert [20] * (len(keys) - 1) + [50] == batch.anchor[slots].tolist()  # the late keeps its
+    assert values == batch.importance[slots].tolist()
+    assert (batch.rev[slots] > revs[slots]).all() and len(set(batch.rev[slots].tolist())) == len(
+        keys)
     batch._check()
 
 
@@ -297,3 +301,23 @@ def test_recent_is_the_newest_by_anchor_then_id_with_or_without_free_slots(
         pool = [r for r in everyone if layer is None or r.layer.value == layer]
         expected = sorted(pool, key=lambda r: (r.recency_anchor, r.id), reverse=True)[:k]
         assert [r.id for r in expected] == [r.id for r in engine.recent("a", k, layer)]
+
+
+def test_a_record_changed_in_place_is_rebuilt_with_its_content_hash_kept() -> None:
+    """A reinforced record is rebuilt (new importance) reusing its content's sha256; a new
+    record in a reused slot gets its own; both equal records built afresh."""
+    engine = MemoryEngine(MemoryConfig(dedup_window_ms=100, episodic_max=2), embedder=None)
+    engine.ingest("a", "the well is dry", now=1)
+    engine.ingest("a", "the mill burned", now=1)
+    well = engine.records("a")[0]
+    engine.ingest("a", "The well is dry", now=2)  # a dedup reinforcement: rebuilt in place
+    again = next(r for r in engine.records("a") if r.id == well.id)
+    assert again is not well and again.importance > well.importance
+    assert again.hash == well.hash
+    engine.ingest("a", "a wolf at the gate", now=3)  # evicts the well: its slot reused
+    after = engine.records("a")
+    assert [r.content for r in after] == ["the mill burned", "a wolf at the gate"]
+    for record in after:
+        assert record.hash == hashlib.sha256(record.content.encode()).hexdigest()
+    engine._reader.clear()
+    assert engine.records("a") == after
