@@ -125,6 +125,7 @@ _IPV4_PAIR = re.compile(r"[0-9]\.[0-9]").search
 def _ipv4_gate(text: str) -> bool:
     return text.count(".") >= 3 and _IPV4_PAIR(text) is not None
 
+
 # Per built-in: (the fewest digits a replacement holds, gate on one text, gate on texts
 # joined by "\n", check). A gate is a necessary condition of a replacement (after the digit
 # count, which the Redactor takes once per text, and the digit test once per batch); a

@@ -41,7 +41,6 @@ _Redacted = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
 _TEXT, _HITS, _MADE = (operator.itemgetter(i) for i in range(3))
 
 
-
 def _digit_count(text: str) -> int:
     r"""The digits of ``text``, to compare with ``CompiledPattern.digits``.
 
