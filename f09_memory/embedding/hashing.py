@@ -278,24 +278,29 @@ class HashingEmbedder:
             return np.zeros((n, dim), dtype=np.float32)
         ids = (np.array(in_order, dtype=np.int64) if in_order is not None else
                np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64, count=total))
-        row_base = np.repeat(np.arange(n, dtype=np.int64) * dim, counts)
-        # bigrams: adjacent tokens of the same text
-        same_text = row_base[:-1] == row_base[1:]
-        first, second = ids[:-1][same_text], ids[1:][same_text]
+        # bigrams: adjacent tokens of the same text (one text: every adjacent pair, all in
+        # row 0, so the row offsets are left out: the same cells, the same floats)
+        if n == 1:
+            first, second = ids[:-1], ids[1:]
+        else:
+            row_base = np.repeat(np.arange(n, dtype=np.int64) * dim, counts)
+            same_text = row_base[:-1] == row_base[1:]
+            first, second = ids[:-1][same_text], ids[1:][same_text]
         mixed = _mix64(self._code[first] * _GOLDEN + self._code[second])
         bigram_col = ((mixed >> np.uint64(32)) % np.uint64(dim)).astype(np.int64)
         bigram_w = np.where(mixed & np.uint64(1), _BIGRAM_WEIGHT, -_BIGRAM_WEIGHT)
-        flat = np.concatenate(
-            (
-                row_base + self._uni_col[ids],
-                row_base + self._stem_col[ids],
-                row_base[:-1][same_text] + bigram_col,
-            )
-        )
+        cols = (self._uni_col[ids], self._stem_col[ids], bigram_col)
+        if n > 1:
+            cols = (cols[0] + row_base, cols[1] + row_base, cols[2] + row_base[:-1][same_text])
+        flat = np.concatenate(cols)
         weights = np.concatenate((self._uni_w[ids], self._stem_w[ids], bigram_w))
         matrix = np.bincount(flat, weights=weights, minlength=n * dim).reshape(n, dim)
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-        scale = np.zeros_like(norms)
-        np.divide(1.0, norms, out=scale, where=norms > 0.0)
-        matrix *= scale[:, None]
+        if n == 1:
+            norm = float(norms[0])
+            np.multiply(matrix, 1.0 / norm if norm > 0.0 else 0.0, out=matrix)
+        else:
+            scale = np.zeros_like(norms)
+            np.divide(1.0, norms, out=scale, where=norms > 0.0)
+            matrix *= scale[:, None]
         return matrix.astype(np.float32)

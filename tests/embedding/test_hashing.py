@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from f09_memory.embedding import HashingEmbedder
 from f09_memory.errors import ConfigInvalidError, InputInvalidError
@@ -183,3 +185,14 @@ def test_non_sequence_texts_raise_input_invalid(bad):
 def test_bad_settings_raise_config_invalid(kwargs):
     with pytest.raises(ConfigInvalidError):
         HashingEmbedder(**kwargs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab cd's-ef 9\u00e9", max_size=30), min_size=1, max_size=8))
+def test_any_text_alone_embeds_as_in_a_batch(texts: list[str]) -> None:
+    """One text takes the single-row path (no row offsets, a scalar scale): the same bytes
+    as its row of a batch, for texts of no, one or many tokens."""
+    emb = HashingEmbedder(64)
+    batch = emb.embed(texts)
+    for i, text in enumerate(texts):
+        assert batch[i].tobytes() == HashingEmbedder(64).embed([text])[0].tobytes()
