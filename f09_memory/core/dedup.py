@@ -185,7 +185,7 @@ class IngestDedup:
         index = am.dedup_index()
         slot_of, created, content = am.slot_of, am.created, am.content
         fresh: list[PendingRecord] = []
-        seen: dict[tuple[int, int], int] = {}
+        seen: dict[int, int] = {}
         hits: dict[int, int] = {}  # key -> reinforcements, applied at the end in one pass
         report = self.wants(RecordUpdated.name)
         for item, text in zip(items, texts, strict=True):

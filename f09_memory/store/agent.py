@@ -122,7 +122,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         """Whether a record with a status other than active was ever stored here (set when
         one is written, never cleared): without one, a status filter has nothing to do."""
         """Active claim key (``claimKey`` attribute) -> record key."""
-        self.dedup: dict[tuple[int, int], int] | None = None
+        self.dedup: dict[int, int] | None = None
         """Ingest dedup index, :func:`content_fingerprint` -> key (built on first use)."""
         self.digest_sum = 0
         """Sum of the digests of the hashed records, modulo 2**128."""

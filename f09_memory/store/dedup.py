@@ -22,7 +22,7 @@ class AgentDedup:
     slot_of: dict[int, int]
     content: NDArray[np.object_]
     layer: NDArray[np.int8]
-    dedup: dict[tuple[int, int], int] | None
+    dedup: dict[int, int] | None
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
         assert self.dedup is not None
@@ -32,10 +32,10 @@ class AgentDedup:
             if self.dedup.get(fp) == key:
                 del self.dedup[fp]
 
-    def dedup_index(self) -> dict[tuple[int, int], int]:
+    def dedup_index(self) -> dict[int, int]:
         """The dedup index, built from the live records on first use (newest key wins)."""
         if self.dedup is None:
-            index: dict[tuple[int, int], int] = {}
+            index: dict[int, int] = {}
             for key, slot in sorted(self.slot_of.items()):
                 text = self.content[slot]
                 assert text is not None

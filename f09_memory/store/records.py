@@ -48,13 +48,14 @@ per column beats a Python loop (one such call costs about as much as ten scalar 
 _SPACES = re.compile(r"\s+")
 
 
-def content_fingerprint(layer: int, text: str) -> tuple[int, int]:
-    """``(layer, 64-bit digest)`` of the normalized text (casefolded, spaces collapsed).
+def content_fingerprint(layer: int, text: str) -> int:
+    """``layer << 64 | 64-bit digest`` of the normalized text (casefolded, spaces collapsed).
 
-    The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts.
+    The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts. An
+    int, not a pair: the index then holds no object the garbage collector tracks.
     """
     raw = normalized_content(text).encode("utf-8", "surrogatepass")
-    return layer, zlib.crc32(raw) | (zlib.crc32(raw, 0x9E3779B9) << 32)
+    return (layer << 64) | (zlib.crc32(raw, 0x9E3779B9) << 32) | zlib.crc32(raw)
 
 
 def normalized_content(text: str) -> str:
