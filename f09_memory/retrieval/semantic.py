@@ -10,13 +10,9 @@
   slices (counted work, deterministic), never in one stall.
 - ``semantic = max(0, cos(record, query centroid))``. The centroid is the normalized mean of
   the query text's embedding and any explicit query vectors. Un-embedded records score 0.
-- Agents with more candidates than ``semantic_preselect_threshold`` are preselected: the
-  candidates among the index's top K by similarity are scored exactly, K sized from what
-  the budget packs and the candidate count; every other candidate's similarity is at most
-  the K-th's, and the orchestrator's exact completion (``retrieval.completion``) scores
-  every one whose score bound could still change the bundle (a vital but dissimilar memory
-  among them), deepening the search when the bound is loose. Below the threshold (or while
-  an agent's index is still being built) every candidate is scored.
+- Agents with more candidates than ``semantic_preselect_threshold`` are preselected from
+  their vector index (``retrieval.preselect``); below the threshold (or while an agent's
+  index is still being built) every candidate is scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices
   (``retrieval.indexing``), inserting keys in ascending order. HNSW results are
@@ -27,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -40,11 +35,12 @@ from f09_memory.embedding.batching import embed_in_batches
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import is_available
 from f09_memory.errors import ErrorCode, InputInvalidError, MemoryEngineError
-from f09_memory.protocols import EmbeddingProvider, VectorIndex
+from f09_memory.protocols import EmbeddingProvider
 from f09_memory.retrieval.async_embedding import AsyncEmbedding, attach_job
 from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
 from f09_memory.retrieval.orchestrator import exact_similarities
+from f09_memory.retrieval.preselect import preselected_term
 from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
@@ -66,34 +62,6 @@ _NO_QUERY = SemanticTerm(None, NO_QUERY)
 _QUERY_CACHE_MAX = 4096
 _MAX_DIM = 65_536
 """The largest embedder dimension accepted."""
-_DEPTH_PER_PACKED = 4
-"""A preselection's first index search returns this many records per record the budget
-packs (times the square root of the candidates over ``_DEPTH_SCALE_FROM``, above that)."""
-_DEPTH_SCALE_FROM = 20_000
-_BOUND_SLACK = 1e-5
-"""Added to an index's K-th similarity: the index's float32 kernels and ours may differ in
-the last bits (about 1e-7 for unit vectors), so the bound holds for our exact values too."""
-
-
-def _nearest(am: AgentMemory, index: VectorIndex, candidate: NDArray[np.bool_],
-             q: NDArray[np.float32], k: int) -> tuple[NDArray[np.intp], float]:
-    """The candidate slots among the index's top ``k`` by similarity, and the others' bound.
-
-    The bound is the lowest similarity among the top ``k`` plus :data:`_BOUND_SLACK` (every
-    record outside them is at most as similar: exact for an exact index, approximate for
-    HNSW), or 0 when the index returned all it holds.
-    """
-    keys, sims = index.search(q, min(len(index), k))
-    bound = min(1.0, max(0.0, float(sims.min()) + _BOUND_SLACK)) if (
-        keys.shape[0] and keys.shape[0] < len(index)) else 0.0
-    wanted = keys.tolist()
-    try:  # one C-level pass of dict lookups; every indexed key is a stored record's
-        found = itemgetter(*wanted)(am.slot_of) if len(wanted) > 1 else (
-            [am.slot_of[wanted[0]]] if wanted else [])
-    except KeyError:
-        found = [s for s in map(am.slot_of.get, wanted) if s is not None]
-    near = np.asarray(found, dtype=np.intp)
-    return near[candidate[near]], bound
 
 
 def _centroid(parts: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
@@ -522,28 +490,6 @@ class SemanticMemory:
             parts.append(unit_rows(arr))
         return _centroid(parts) if parts else None
 
-    def _depth(self, am: AgentMemory, slots: NDArray[np.intp], request: RetrievalRequest) -> int:
-        """The first index search depth, sized from what the budget packs.
-
-        ``_DEPTH_PER_PACKED`` records per record the budget packs, times
-        ``sqrt(candidates / _DEPTH_SCALE_FROM)`` above that many candidates: the records a
-        loose bound lets through grow with the candidates and shrink about as fast as the
-        depth grows, so the cheapest depth grows with their square root. At least
-        ``semantic_preselect_k``, at most ``semantic_preselect_k_max``. The budget is the
-        request's before pressure scaling, the record size the candidates' mean over a
-        strided sample: estimates that size the search, never the answer.
-        """
-        cfg = self.config
-        n = int(slots.shape[0])
-        budget = float(min(request.max_tokens or 2**62, cfg.max_context_tokens))
-        mean = max(1.0, float(am.tokens[slots[:: max(1, n // 1024)]].mean()))
-        packable = budget / mean
-        if request.limit is not None:
-            packable = min(packable, float(request.limit))
-        scale = max(1.0, (n / _DEPTH_SCALE_FROM) ** 0.5)
-        want = max(cfg.semantic_preselect_k, int(_DEPTH_PER_PACKED * scale * packable))
-        return min(cfg.semantic_preselect_k_max, want)
-
     def term(
         self,
         am: AgentMemory,
@@ -578,17 +524,5 @@ class SemanticMemory:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         index = am.index
         if slots.shape[0] > self.config.semantic_preselect_threshold and index is not None:
-            candidate = np.zeros(am.hi, dtype=np.bool_)
-            candidate[slots] = True
-
-            def nearest(k: int) -> tuple[NDArray[np.intp], float]:
-                return _nearest(am, index, candidate, q, k)
-
-            k = self._depth(am, slots, request)
-            near, bound = nearest(k)
-            left_out = candidate.copy()
-            left_out[near] = False
-            rest = slots[left_out[slots]]
-            return SemanticTerm(exact_similarities(am, near, q), None, rest, bound, q, nearest,
-                                k), near
+            return preselected_term(self.config, am, index, slots, request, q)
         return SemanticTerm(exact_similarities(am, slots, q), None), slots
