@@ -11,7 +11,6 @@ is cleared when full (or when the embedder changes); it never changes what is re
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
@@ -19,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.errors import InputInvalidError, RecordNotFoundError
-from f09_memory.retrieval.digest import DIGEST_SIZE, record_digest
+from f09_memory.retrieval.digest import DIGEST_SIZE, content_hash, record_digest
 from f09_memory.schema.base import trusted, trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
@@ -35,10 +34,6 @@ _METAS_MAX = 4096
 
 
 _new_record = trusted_factory(MemoryRecord)
-
-
-def _sha256(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importance: float,
@@ -196,7 +191,7 @@ class RecordReader:
         created = am.created.item(slot)
         deadline = am.deadline.item(slot)
         digest = (before.hash if before is not None and before.content is content
-                  and before.hash is not None else _sha256(content))
+                  and before.hash is not None else content_hash(content))
         return _record(am.agent_id, key, LAYERS_BY_CODE[am.layer.item(slot)], created,
                        am.importance.item(slot), am.anchor.item(slot),
                        None if deadline == NO_DEADLINE else deadline - created, version,
@@ -230,7 +225,7 @@ class RecordReader:
             "metadata": self._metadata(am.tags.get(tag_id), flagged) if tag_id or flagged
             else _EMPTY_META,
             "redacted": redacted,
-            "hash": _sha256(content),
+            "hash": content_hash(content),
         })
         if slot not in revs:
             self._cached += 1

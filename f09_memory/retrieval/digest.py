@@ -55,6 +55,7 @@ __all__ = [
     "BundleHasher",
     "RetrievedBundles",
     "bundle_hash",
+    "content_hash",
     "hash_with_digests",
     "record_digest",
 ]
@@ -151,8 +152,9 @@ def _metadata_rest_form(rest: tuple[Any, ...]) -> list[Any]:
     return [_plain(v) for v in rest]
 
 
-def _content_hash(values: dict[str, Any]) -> str:
-    return hashlib.sha256(values["content"].encode("utf-8")).hexdigest()
+def content_hash(content: str) -> str:
+    """A record's ``hash``: the sha256 hex of its (stored, redacted) content."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def _quantized(value: Any, field: str) -> int:
@@ -194,7 +196,7 @@ def _record_form(values: dict[str, Any]) -> list[Any]:
     """One record's canonical form: its row, quantized importance, tags, flag, metadata."""
     row = list(_record_row(values))
     if row[_HASH_AT] is None:  # a record built without a content hash
-        row[_HASH_AT] = _content_hash(values)
+        row[_HASH_AT] = content_hash(values["content"])
     meta = values["metadata"].__dict__
     rest = _metadata_rest(meta)
     row.append(_quantized(values["importance"], "importance"))
