@@ -29,8 +29,7 @@ PLACEHOLDER_RE = re.compile(r"<REDACT:sha256-[0-9a-f]{12}>")
 """A placeholder the redactor wrote; text inside one is never redacted again."""
 _SPLIT = re.compile(f"({PLACEHOLDER_RE.pattern})")
 _DIGIT = re.compile(r"\d").search
-_ASCII_DIGITS = "0123456789"
-_ASCII_DIGIT_BYTES = _ASCII_DIGITS.encode()
+_ASCII_DIGIT_BYTES = b"0123456789"
 _MANY = 1 << 30
 """The digit count of a non-ASCII text that holds a digit (its digits are not counted)."""
 _MEMO_MAX = 4096
@@ -295,15 +294,19 @@ class Redactor:
         return out, labels if any_hit else None
 
     def _batch_patterns(self, texts: Sequence[str]) -> list[CompiledPattern]:
-        """The patterns whose batch gates hold on ``texts`` joined (the others match none)."""
+        """The patterns whose batch gates hold on ``texts`` joined (the others match none).
+
+        The batch's digit count bounds each text's, so a pattern needing more digits than
+        the whole batch holds matches no text of it.
+        """
         joined = "\n".join(texts)
-        digit: bool | None = None
+        digits = -1  # taken when first needed, as in _apply
         active = []
         for p in self._compiled:
             if p.digits:
-                if digit is None:  # a non-ASCII batch may hold another script's digits
-                    digit = not joined.isascii() or any(map(joined.__contains__, _ASCII_DIGITS))
-                if not digit:
+                if digits < 0:
+                    digits = _digit_count(joined)
+                if digits < p.digits:
                     continue
             if p.batch_gate is None or p.batch_gate(joined):
                 active.append(p)

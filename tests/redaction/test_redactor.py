@@ -229,3 +229,13 @@ def test_the_digit_counts_and_gates_only_skip_patterns_that_replace_nothing(
     redactor = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)
     ungated = [p._replace(digits=0, gate=None) for p in redactor._compiled]
     assert redactor._apply(text, redactor._compiled) == redactor._apply(text, ungated)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=6).map("".join), max_size=8))
+def test_a_batch_redacts_each_text_as_alone(texts: list[str]) -> None:
+    """The batch gates (the batch's digit count among them) only skip patterns that match
+    no text of the batch: each text ends as redacted alone."""
+    batch = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY).redact_many(texts)[0]
+    alone = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)
+    assert batch == [alone.redact_text(text) for text in texts]
