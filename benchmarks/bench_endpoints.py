@@ -3,8 +3,9 @@
 Issue target: the snapshot of an agent holding 2k records <= 20 ms end to end (the goal
 printed). Measured through starlette's ``TestClient``: the ASGI app, its request guard,
 the marshalling to the engine's owner thread through ``EngineHost`` (the owner running
-``serve_forever`` as ``f09-memory serve --db`` does), the introspection snapshot, the JSON
-of the 2k ``RecordView``s, the answer read whole (the client's JSON parsing is not timed).
+``serve_forever`` as ``f09-memory serve --db`` does), the introspection snapshot in JSON
+form (``Introspector.snapshot_data``: 2k record dicts, no objects) written by orjson, the
+answer read whole (the client's JSON parsing is not timed).
 
 Two engines: the default one (redaction mode ON: the store holds only redacted text, so the
 viewer's redacted view sends it as stored) and one storing raw text (``redaction_mode=

@@ -75,9 +75,12 @@ _PROBLEM: dict[str, Any] = {"content": {PROBLEM_MEDIA_TYPE: {}},
             "description": "problem+json: type, title, status, detail, code"}
 
 
+_SERVER_PACKAGES = ("fastapi", "uvicorn", "orjson")
+
+
 def server_available() -> bool:
-    """Whether the ``[server]`` extra (FastAPI and uvicorn) is installed."""
-    return all(importlib.util.find_spec(name) is not None for name in ("fastapi", "uvicorn"))
+    """Whether the ``[server]`` extra (FastAPI, uvicorn, orjson) is installed."""
+    return all(importlib.util.find_spec(name) is not None for name in _SERVER_PACKAGES)
 
 
 class ViewState:
@@ -122,12 +125,14 @@ def create_app(host: EngineHost, settings: ServerSettings | None = None) -> "Fas
         ``starlette.testclient.TestClient``).
 
     Raises:
-        ConfigInvalidError: FastAPI is not installed (install the ``[server]`` extra), or
+        ConfigInvalidError: FastAPI or orjson is not installed (install the ``[server]``
+            extra), or
             ``host`` / ``settings`` is not what is expected.
     """
-    if importlib.util.find_spec("fastapi") is None:
-        raise ConfigInvalidError(f"the HTTP app needs FastAPI: {INSTALL_HINT}",
-                                 details={"field": "fastapi"})
+    for name in ("fastapi", "orjson"):
+        if importlib.util.find_spec(name) is None:
+            raise ConfigInvalidError(f"the HTTP app needs {name}: {INSTALL_HINT}",
+                                     details={"field": name})
     if not isinstance(host, EngineHost):
         raise ConfigInvalidError("host must be an EngineHost", details={"field": "host"})
     settings = ServerSettings() if settings is None else settings
@@ -156,6 +161,18 @@ def _json(model: BoundaryModel) -> "Response":
     from starlette.responses import Response
 
     return Response(model.model_dump_json(by_alias=True), media_type="application/json")
+
+
+def _json_data(data: dict[str, Any]) -> "Response":
+    """A model's JSON form already built (``Introspector.snapshot_data``), as an answer.
+
+    orjson writes what the model's ``model_dump_json(by_alias=True)`` would, byte for byte
+    (a test checks it), some six times faster over thousands of records.
+    """
+    import orjson
+    from starlette.responses import Response
+
+    return Response(orjson.dumps(data), media_type="application/json")
 
 
 def _problem_response(problem: Problem) -> "Response":
@@ -249,6 +266,9 @@ def _add_api_routes(app: "FastAPI", host: EngineHost, view: ViewState,
     def run(job: Callable[[MemoryEngine], BoundaryModel]) -> Response:
         return _json(host.call(job, timeout_s=timeout))
 
+    def run_data(job: Callable[[MemoryEngine], dict[str, Any]]) -> Response:
+        return _json_data(host.call(job, timeout_s=timeout))
+
     agent_path = Annotated[str, Path(min_length=1, max_length=4_096,
                                      description="the agent's id")]
     agent_query = Annotated[str | None, Query(alias="agentId", min_length=1,
@@ -268,8 +288,8 @@ def _add_api_routes(app: "FastAPI", host: EngineHost, view: ViewState,
                  offset: offset_query = 0) -> Response:
         """One agent's records, newest first; a capture that ``diff`` can start from."""
         redact = view.redaction
-        return run(lambda e: views.agent_snapshot(e, agent_id, layer=layer, limit=limit,
-                                                  offset=offset, redact=redact))
+        return run_data(lambda e: views.agent_snapshot(e, agent_id, layer=layer, limit=limit,
+                                                       offset=offset, redact=redact))
 
     @app.get("/api/agents/{agent_id}/diff", response_model=None, tags=["agents"],
              responses={200: {"model": MemoryDiff}, **errors})
@@ -293,8 +313,8 @@ def _add_api_routes(app: "FastAPI", host: EngineHost, view: ViewState,
                offset: offset_query = 0, agent_id: agent_query = None) -> Response:
         """A page of every agent's records (or one agent's), newest first per agent."""
         redact = view.redaction
-        return run(lambda e: views.memory_page(e, agent_id=agent_id, limit=limit,
-                                               offset=offset, redact=redact))
+        return run_data(lambda e: views.memory_page(e, agent_id=agent_id, limit=limit,
+                                                    offset=offset, redact=redact))
 
     @app.get("/api/memory/search", response_model=None, tags=["memory"],
              responses={200: {"model": SearchResults}, **errors})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from f09_memory.endpoints.models import (
     AgentList,
@@ -24,7 +24,7 @@ from f09_memory.endpoints.models import (
 )
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError
-from f09_memory.introspection import Explanation, MemoryDiff, MemorySnapshot
+from f09_memory.introspection import Explanation, MemoryDiff
 from f09_memory.observability import MetricsCollector
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.schema.enums import MemoryLayer
@@ -64,15 +64,17 @@ def list_agents(engine: MemoryEngine) -> AgentList:
 
 
 def agent_snapshot(engine: MemoryEngine, agent_id: str, *, layer: MemoryLayer | None,
-                   limit: int | None, offset: int, redact: bool) -> MemorySnapshot:
+                   limit: int | None, offset: int, redact: bool) -> dict[str, Any]:
     """``GET /api/agents/{id}/snapshot``: one agent's records (a capture for ``diff``).
+
+    A ``MemorySnapshot`` in JSON form (``Introspector.snapshot_data``).
 
     Raises:
         UnknownAgentError: No agent has ``agent_id``.
     """
     _known(engine, agent_id)
-    return engine.introspection.snapshot(agent_id, layer=layer, limit=limit, offset=offset,
-                                         redact=redact)
+    return engine.introspection.snapshot_data(agent_id, layer=layer, limit=limit,
+                                              offset=offset, redact=redact)
 
 
 def agent_diff(engine: MemoryEngine, agent_id: str, *, since: int,
@@ -108,15 +110,18 @@ def agent_explain(engine: MemoryEngine, agent_id: str, body: ExplainRequest, *,
 
 
 def memory_page(engine: MemoryEngine, *, agent_id: str | None, limit: int, offset: int,
-                redact: bool) -> MemorySnapshot:
+                redact: bool) -> dict[str, Any]:
     """``GET /api/memory``: a page of every agent's records (or one agent's).
+
+    A ``MemorySnapshot`` in JSON form (``Introspector.snapshot_data``).
 
     Raises:
         UnknownAgentError: ``agent_id`` is given and no agent has it.
     """
     if agent_id is not None:
         _known(engine, agent_id)
-    return engine.introspection.snapshot(agent_id, limit=limit, offset=offset, redact=redact)
+    return engine.introspection.snapshot_data(agent_id, limit=limit, offset=offset,
+                                              redact=redact)
 
 
 def _tokens(text: str) -> set[str]:

@@ -4,13 +4,15 @@
 :class:`~f09_memory.introspection.captures.AgentCapture` (one numpy ``tolist`` per
 column, text through the outgoing redactor in one batch); :func:`record_views` turns them
 into :class:`~f09_memory.introspection.models.RecordView` objects without validation (the
-values come from the store's own columns). Both serve snapshots, diffs and single views.
+values come from the store's own columns), :func:`record_data` into the same views' JSON
+form without the objects. They serve snapshots, diffs and single views.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -24,8 +26,8 @@ from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.store.records import CLAIM_STATUSES, NO_DEADLINE
 
-__all__ = ["COMPARED_FIELDS", "RedactMany", "RedactionMemo", "ViewFields", "record_views",
-           "view_fields"]
+__all__ = ["COMPARED_FIELDS", "RedactMany", "RedactionMemo", "ViewFields", "record_data",
+           "record_views", "view_fields"]
 
 RedactMany = Callable[[list[str]], list[str]]
 """Redacts texts in one batch (an enabled ``Redactor.redact_lines``)."""
@@ -177,25 +179,48 @@ def view_fields(cap: AgentCapture, rows: NDArray[np.intp] | Sequence[int],
                       source, _hex_digests(cap.digest_hi[at], cap.digest_lo[at]))
 
 
-def record_views(fields: ViewFields, now: int, half_life_ms: int) -> list[RecordView]:
-    """The :class:`RecordView` of each row of ``fields``, with its recency at ``now``."""
+def _rows(fields: ViewFields, now: int, half_life_ms: int,
+          layers: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """Each row's :class:`RecordView` values, in field order (``layer`` from ``layers``)."""
     recency = recency_scores(now, np.asarray(fields.anchor, dtype=np.int64),
                              half_life_ms).tolist()
-    layers = LAYERS_BY_CODE
-    statuses = CLAIM_STATUSES
-    agent_id = fields.agent_id
+    ids = fields.ids()
+    return zip(ids, repeat(fields.agent_id, len(ids)), map(layers.__getitem__, fields.layer),
+               fields.content, fields.importance, recency, fields.created, fields.anchor,
+               fields.ttl, fields.expires, fields.tags,
+               map(CLAIM_STATUSES.__getitem__, fields.status), fields.tokens, fields.redacted,
+               fields.source, fields.digest, strict=True)
+
+
+def record_views(fields: ViewFields, now: int, half_life_ms: int) -> list[RecordView]:
+    """The :class:`RecordView` of each row of ``fields``, with its recency at ``now``."""
     return [
         _new_view({
-            "id": rid, "agent_id": agent_id, "layer": layers[code], "content": text,
+            "id": rid, "agent_id": agent_id, "layer": layer, "content": text,
             "importance": imp, "recency": rec, "created_at": made, "recency_anchor": anchor,
-            "ttl": ttl, "expires_at": expires, "tags": tags, "status": statuses[status],
+            "ttl": ttl, "expires_at": expires, "tags": tags, "status": status,
             "tokens_estimate": tokens, "redacted": red, "source_event": source,
             "digest": digest,
         })
-        for rid, code, text, imp, rec, made, anchor, ttl, expires, tags, status, tokens, red,
-        source, digest in zip(
-            fields.ids(), fields.layer, fields.content, fields.importance, recency,
-            fields.created, fields.anchor, fields.ttl, fields.expires, fields.tags,
-            fields.status, fields.tokens, fields.redacted, fields.source, fields.digest,
-            strict=True)
+        for rid, agent_id, layer, text, imp, rec, made, anchor, ttl, expires, tags, status,
+        tokens, red, source, digest in _rows(fields, now, half_life_ms, LAYERS_BY_CODE)
+    ]
+
+
+def record_data(fields: ViewFields, now: int, half_life_ms: int) -> list[dict[str, Any]]:
+    """:func:`record_views` in JSON form, built without the view objects.
+
+    Each row equals its view's ``model_dump(mode="json", by_alias=True)`` (camelCase keys,
+    in field order): what an HTTP answer of thousands of records serializes.
+    """
+    return [
+        {
+            "id": rid, "agentId": agent_id, "layer": layer, "content": text,
+            "importance": imp, "recency": rec, "createdAt": made, "recencyAnchor": anchor,
+            "ttl": ttl, "expiresAt": expires, "tags": tags, "status": status,
+            "tokensEstimate": tokens, "redacted": red, "sourceEvent": source,
+            "digest": digest,
+        }
+        for rid, agent_id, layer, text, imp, rec, made, anchor, ttl, expires, tags, status,
+        tokens, red, source, digest in _rows(fields, now, half_life_ms, _LAYER_VALUES)
     ]

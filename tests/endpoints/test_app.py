@@ -332,3 +332,36 @@ def test_path_traversal_is_impossible(serve: Serve, static_dir: Path, url: str) 
     response = client.get(url)
     problem(response, 404, "HTTP_NOT_FOUND")
     assert "root:" not in response.text and "outside static" not in response.text
+
+
+def test_a_snapshot_answer_is_the_models_json_byte_for_byte() -> None:
+    """orjson writes the snapshot's JSON form exactly as pydantic writes the model."""
+    from f09_memory.endpoints.app import _json, _json_data
+
+    engine = secret_engine()
+    engine.ingest("npc-1", "Zoë paid 1e-7 gold — «merci» \u2028 \x01 end", now=5_500,
+                  importance=0.1 + 0.2, tags=["naïve", "x/y"], ttl=10_000,
+                  source_event="trade \"quoted\"")
+    engine.tick(9_999)
+    for kwargs in ({}, {"agent_id": "npc-1"}, {"agent_id": "npc-2", "layer": "semantic"},
+                   {"limit": 2, "offset": 1}, {"redact": False}):
+        data = engine.introspection.snapshot_data(**kwargs)
+        model = engine.introspection.snapshot(**kwargs)
+        data["version"] = model.version
+        assert _json_data(data).body == _json(model).body
+
+
+def test_without_orjson_the_app_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from f09_memory.endpoints import app
+    from f09_memory.errors import ConfigInvalidError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "orjson" else real(name, *a))
+    assert not app.server_available()
+    with pytest.raises(ConfigInvalidError) as info:
+        app.create_app(EngineHost(secret_engine()))
+    assert info.value.details["field"] == "orjson"
+    assert "pip install 'f09-memory[server]'" in str(info.value)

@@ -120,6 +120,37 @@ def test_record_view_of_no_live_record_is_not_found(rid: Any) -> None:
     assert err.value.details["field"] == "record_id"
 
 
+SNAPSHOT_SCOPES: list[dict[str, Any]] = [
+    {}, {"agent_id": "ada"}, {"layer": "spatial"}, {"agent_id": "bo", "layer": "episodic"},
+    {"limit": 3, "offset": 2}, {"offset": 40}, {"agent_id": "nobody"}, {"redact": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", SNAPSHOT_SCOPES)
+def test_snapshot_data_is_the_snapshot_in_json_form(kwargs: dict[str, Any]) -> None:
+    engine = village()
+    engine.ingest("ada", "Card 4111 1111 1111 1111 and ada@example.com", now=300,
+                  importance=0.123456)
+    engine.tick(450)  # recency below 1, a ttl record gone
+    data = engine.introspection.snapshot_data(**kwargs)
+    snap = engine.introspection.snapshot(**kwargs)
+    assert data.pop("version") + 1 == snap.version  # each takes a capture
+    expected = snap.model_dump(mode="json", by_alias=True)
+    expected.pop("version")
+    assert data == expected and list(data) == list(expected)
+    assert [list(row) for row in data["records"]] == [list(row) for row in expected["records"]]
+
+
+def test_snapshot_data_refuses_what_snapshot_refuses() -> None:
+    engine = village()
+    for kwargs, field in BAD_SNAPSHOTS:
+        before = (engine.state_hash(), engine.introspection.version)
+        with pytest.raises(InputInvalidError) as err:
+            engine.introspection.snapshot_data(**kwargs)
+        assert err.value.details["field"] == field
+        assert before == (engine.state_hash(), engine.introspection.version)
+
+
 def test_a_snapshot_round_trips_through_its_json() -> None:
     snap = village().introspection.snapshot("ada")
     assert MemorySnapshot.parse(snap.model_dump(by_alias=True, mode="json")) == snap
