@@ -126,8 +126,7 @@ def create_app(host: EngineHost, settings: ServerSettings | None = None) -> "Fas
 
     Raises:
         ConfigInvalidError: FastAPI or orjson is not installed (install the ``[server]``
-            extra), or
-            ``host`` / ``settings`` is not what is expected.
+            extra), or ``host`` / ``settings`` is not what is expected.
     """
     for name in ("fastapi", "orjson"):
         if importlib.util.find_spec(name) is None:

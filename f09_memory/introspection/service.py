@@ -179,8 +179,8 @@ class Introspector:
         """:meth:`snapshot` in JSON form, built without the record objects.
 
         Equal to ``snapshot(...).model_dump(mode="json", by_alias=True)`` (camelCase keys,
-        in field order; a new capture version too), at about half the cost for a large
-        page: the form an HTTP answer serializes (``GET /api/agents/{id}/snapshot``).
+        in field order; a new capture version too), at about two thirds of the cost for a
+        large page: the form an HTTP answer serializes (``GET /api/agents/{id}/snapshot``).
 
         Raises:
             InputInvalidError: As :meth:`snapshot` (state unchanged).

@@ -55,7 +55,7 @@ class AgentColumns:
 
         The scalar stores of a single record and of a short batch go through them (a scalar
         store through a memoryview costs 50 ns where a numpy one costs 80: some 3% of a
-        single ingest, 6% of a crowd frame's ``ingest_batch``). Each is two objects the
+        single ingest, and of a crowd frame's ``ingest_batch``). Each is two objects the
         garbage collector tracks, 24 per agent (long-lived: some 5 bytes per record at
         1,000 records per agent).
         """
