@@ -56,6 +56,7 @@ from f09_memory.endpoints.static import static_file
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import ConfigInvalidError, MemoryEngineError
 from f09_memory.introspection import Explanation, MemoryDiff, MemorySnapshot
+from f09_memory.json_types import JsonValue
 from f09_memory.observability import MetricsCollector, render_prometheus
 from f09_memory.schema.base import BoundaryModel, field_names
 from f09_memory.schema.enums import MemoryLayer
@@ -162,7 +163,7 @@ def _json(model: BoundaryModel) -> "Response":
     return Response(model.model_dump_json(by_alias=True), media_type="application/json")
 
 
-def _json_data(data: dict[str, Any]) -> "Response":
+def _json_data(data: dict[str, JsonValue]) -> "Response":
     """A model's JSON form already built (``Introspector.snapshot_data``), as an answer.
 
     orjson writes what the model's ``model_dump_json(by_alias=True)`` would, byte for byte
@@ -265,7 +266,7 @@ def _add_api_routes(app: "FastAPI", host: EngineHost, view: ViewState,
     def run(job: Callable[[MemoryEngine], BoundaryModel]) -> Response:
         return _json(host.call(job, timeout_s=timeout))
 
-    def run_data(job: Callable[[MemoryEngine], dict[str, Any]]) -> Response:
+    def run_data(job: Callable[[MemoryEngine], dict[str, JsonValue]]) -> Response:
         return _json_data(host.call(job, timeout_s=timeout))
 
     agent_path = Annotated[str, Path(min_length=1, max_length=4_096,

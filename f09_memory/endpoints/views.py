@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from f09_memory.endpoints.models import (
     AgentList,
@@ -25,6 +25,7 @@ from f09_memory.endpoints.models import (
 from f09_memory.engine import MemoryEngine
 from f09_memory.errors import InputInvalidError
 from f09_memory.introspection import Explanation, MemoryDiff
+from f09_memory.json_types import JsonValue
 from f09_memory.observability import MetricsCollector
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.schema.enums import MemoryLayer
@@ -64,7 +65,7 @@ def list_agents(engine: MemoryEngine) -> AgentList:
 
 
 def agent_snapshot(engine: MemoryEngine, agent_id: str, *, layer: MemoryLayer | None,
-                   limit: int | None, offset: int, redact: bool) -> dict[str, Any]:
+                   limit: int | None, offset: int, redact: bool) -> dict[str, JsonValue]:
     """``GET /api/agents/{id}/snapshot``: one agent's records (a capture for ``diff``).
 
     A ``MemorySnapshot`` in JSON form (``Introspector.snapshot_data``).
@@ -110,7 +111,7 @@ def agent_explain(engine: MemoryEngine, agent_id: str, body: ExplainRequest, *,
 
 
 def memory_page(engine: MemoryEngine, *, agent_id: str | None, limit: int, offset: int,
-                redact: bool) -> dict[str, Any]:
+                redact: bool) -> dict[str, JsonValue]:
     """``GET /api/memory``: a page of every agent's records (or one agent's).
 
     A ``MemorySnapshot`` in JSON form (``Introspector.snapshot_data``).

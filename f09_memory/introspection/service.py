@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -48,6 +47,7 @@ from f09_memory.introspection.views import (
     record_views,
     view_fields,
 )
+from f09_memory.json_types import JsonValue
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.retrieval.orchestrator import Retriever
 from f09_memory.retrieval.service import RetrievalService
@@ -175,7 +175,7 @@ class Introspector:
 
     def snapshot_data(self, agent_id: str | None = None, *,
                       layer: MemoryLayer | str | None = None, limit: int | None = None,
-                      offset: int = 0, redact: bool = True) -> dict[str, Any]:
+                      offset: int = 0, redact: bool = True) -> dict[str, JsonValue]:
         """:meth:`snapshot` in JSON form, built without the record objects.
 
         Equal to ``snapshot(...).model_dump(mode="json", by_alias=True)`` (camelCase keys,

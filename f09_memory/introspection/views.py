@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from f09_memory.decay.decay import recency_scores
 from f09_memory.introspection.captures import AgentCapture
 from f09_memory.introspection.models import RecordView
+from f09_memory.json_types import JsonValue
 from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE
 from f09_memory.store.records import CLAIM_STATUSES, NO_DEADLINE
@@ -207,7 +208,7 @@ def record_views(fields: ViewFields, now: int, half_life_ms: int) -> list[Record
     ]
 
 
-def record_data(fields: ViewFields, now: int, half_life_ms: int) -> list[dict[str, Any]]:
+def record_data(fields: ViewFields, now: int, half_life_ms: int) -> list[JsonValue]:
     """:func:`record_views` in JSON form, built without the view objects.
 
     Each row equals its view's ``model_dump(mode="json", by_alias=True)`` (camelCase keys,
