@@ -87,3 +87,51 @@ def test_bad_seed_is_refused_never_os_entropy(seed: object) -> None:
 
 def test_module_examples_run() -> None:
     assert 0 == doctest.testmod(reservoir_module).failed
+
+
+class ScalarReservoir:
+    """Algorithm R one value at a time (the reservoir before it buffered): the reference."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.count, self.total = size, 0, 0.0
+        self.sample: list[float] = []
+        self.rng = np.random.default_rng(np.random.SeedSequence(
+            reservoir_module._seed_ints(seed)))
+        self.draws: list[float] = []
+        self.next = 0
+
+    def add(self, value: float) -> None:
+        n = self.count
+        self.count, self.total = n + 1, self.total + value
+        if n < self.size:
+            self.sample.append(value)
+            return
+        if self.next == len(self.draws):
+            self.draws, self.next = self.rng.random(reservoir_module._DRAWS).tolist(), 0
+        j = int(self.draws[self.next] * (n + 1))
+        self.next += 1
+        if j < self.size:
+            self.sample[j] = value
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 3_000), st.integers(1, 300), st.integers(0, 2**32),
+       st.lists(st.integers(0, 3_000), max_size=6))
+def test_folding_in_blocks_equals_adding_one_at_a_time(n: int, size: int, seed: int,
+                                                       reads: list[int]) -> None:
+    """Whenever the buffer is folded (a block filled, a read), the sample, count and sum
+    are those of Algorithm R applied one value at a time."""
+    rng = np.random.default_rng(seed)
+    values = (rng.lognormal(0.0, 1.0, n) * 10.0).tolist()
+    r, ref = LatencyReservoir(size, seed=seed), ScalarReservoir(size, seed)
+    for i, v in enumerate(values):
+        r.add(v)
+        ref.add(v)
+        if i in reads:  # a read folds the buffer mid-block
+            assert (r.count, r.total) == (ref.count, ref.total)
+            assert r.sample().tolist() == ref.sample
+    assert (r.count, r.total, r.mean) == (ref.count, ref.total,
+                                          ref.total / ref.count if ref.count else 0.0)
+    assert r.sample().tolist() == ref.sample
+    r.reset()
+    assert (0, 0.0, []) == (r.count, r.total, r.sample().tolist())
