@@ -15,7 +15,8 @@ values one at a time gives (the same draws, slots and sum: a test checks it), wh
 happens.
 
 Memory is at most ``size`` float64 (8 KiB for the default 1,024) in an ``array("d")``
-grown as values come, so a reservoir that saw ten values holds about ten.
+grown as values come, so a reservoir that saw ten values holds about ten, plus the buffer
+(at most ``_FOLD`` float64, 2 KiB).
 """
 
 from __future__ import annotations
