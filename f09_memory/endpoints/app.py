@@ -76,7 +76,9 @@ _PROBLEM: dict[str, Any] = {"content": {PROBLEM_MEDIA_TYPE: {}},
             "description": "problem+json: type, title, status, detail, code"}
 
 
-_SERVER_PACKAGES = ("fastapi", "uvicorn", "orjson")
+_APP_PACKAGES = ("fastapi", "orjson")
+"""What :func:`create_app` needs (the app, its JSON writer)."""
+_SERVER_PACKAGES = (*_APP_PACKAGES, "uvicorn")
 
 
 def server_available() -> bool:
@@ -129,7 +131,7 @@ def create_app(host: EngineHost, settings: ServerSettings | None = None) -> "Fas
         ConfigInvalidError: FastAPI or orjson is not installed (install the ``[server]``
             extra), or ``host`` / ``settings`` is not what is expected.
     """
-    for name in ("fastapi", "orjson"):
+    for name in _APP_PACKAGES:
         if importlib.util.find_spec(name) is None:
             raise ConfigInvalidError(f"the HTTP app needs {name}: {INSTALL_HINT}",
                                      details={"field": name})
