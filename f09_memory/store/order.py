@@ -63,6 +63,10 @@ class AgentOrder:
         """
         hi = self.hi
         if layer is None and len(self.slot_of) == hi:  # no free slot below hi: all live
+            if 0 < k < hi:
+                tail = self._newest_tail(k)
+                if tail is not None:
+                    return tail
             slots = np.arange(hi, dtype=np.intp)
             anchors = self.anchor[:hi]
         else:
@@ -77,4 +81,20 @@ class AgentOrder:
             slots = slots[np.flatnonzero(anchors >= np.partition(anchors, n - k)[n - k])]
         order = np.lexsort((-self.key[slots], -self.anchor[slots]))[:k]
         result: NDArray[np.intp] = slots[order]
+        return result
+
+    def _newest_tail(self, k: int) -> NDArray[np.intp] | None:
+        """The ``k`` newest of ``hi`` live slots when they are the last ``k`` slots, else None.
+
+        Records stored one after another fill slots in time order, so the last ``k`` slots
+        usually hold the ``k`` newest: they do exactly when every earlier slot's anchor is
+        below the lowest anchor among them (one compare over the column, no partition).
+        """
+        hi = self.hi
+        anchors = self.anchor[:hi]
+        lowest = anchors[hi - k:].min()
+        if (anchors[: hi - k] >= lowest).any():  # an older slot may be newer (or tie)
+            return None
+        tail = np.arange(hi - k, hi, dtype=np.intp)
+        result: NDArray[np.intp] = tail[np.lexsort((-self.key[tail], -anchors[tail]))]
         return result

@@ -278,18 +278,23 @@ def test_reinforce_ends_as_updates_one_by_one(keys: list[int]) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["add", "add", "forget", "touch"]),
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "forget", "touch", "repeat"]),
                           st.integers(0, 5), st.sampled_from(["episodic", "semantic"])),
                 min_size=1, max_size=40), st.integers(0, 12))
 def test_recent_is_the_newest_by_anchor_then_id_with_or_without_free_slots(
         ops: list[tuple[str, int, str]], k: int) -> None:
     """Ties on the anchor go to the higher id; forgotten records leave free slots (the
-    general path), a store without any takes the all-live path."""
-    engine = MemoryEngine(MemoryConfig(episodic_max=8), embedder=None)
+    general path), a store without any takes the all-live path (the last ``k`` slots when
+    they are the newest); a repeat moves an older slot's anchor up (dedup)."""
+    engine = MemoryEngine(MemoryConfig(episodic_max=8, dedup_window_ms=1_000), embedder=None)
     for i, (op, t, layer) in enumerate(ops):
-        ids = [r.id for r in engine.records("a")] if "a" in engine.agents() else []
+        records = engine.records("a") if "a" in engine.agents() else []
+        ids = [r.id for r in records]
         if op == "add" or not ids:
             engine.ingest("a", f"memory {i}", layer=layer, now=t)
+        elif op == "repeat":
+            old = records[t % len(records)]
+            engine.ingest("a", old.content, layer=old.layer, now=t + 3)
         elif op == "forget":
             engine.forget([ids[t % len(ids)]])
         else:
@@ -301,6 +306,37 @@ def test_recent_is_the_newest_by_anchor_then_id_with_or_without_free_slots(
         pool = [r for r in everyone if layer is None or r.layer.value == layer]
         expected = sorted(pool, key=lambda r: (r.recency_anchor, r.id), reverse=True)[:k]
         assert [r.id for r in expected] == [r.id for r in engine.recent("a", k, layer)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(-5, 0)), min_size=1, max_size=40),
+       st.integers(1, 8))
+def test_newest_slots_of_a_store_without_free_slots_match_a_full_sort(
+        steps: list[tuple[bool, int]], k: int) -> None:
+    """The last-``k``-slots shortcut (taken when no earlier slot is as new) and the general
+    path both give the ``k`` newest by ``(anchor, key)``: times mostly go forward but step
+    back, repeats move old anchors up, equal anchors tie on the key."""
+    engine = MemoryEngine(MemoryConfig(dedup_window_ms=1_000), embedder=None)
+    for i, (repeat, back) in enumerate(steps):
+        text = f"memory {(i * 7) % max(1, i)}" if repeat else f"memory {i}"
+        engine.ingest("a", text, layer="semantic", now=max(0, 2 * i + back))
+    am = engine._state.store.get("a")
+    assert am is not None and len(am.slot_of) == am.hi  # nothing freed: the all-live path
+    live = range(am.hi)
+    expected = sorted(live, key=lambda s: (int(am.anchor[s]), int(am.key[s])), reverse=True)
+    assert expected[:k] == am.newest_slots(k).tolist()
+
+
+def test_newest_slots_take_the_last_slots_only_when_nothing_older_is_as_new() -> None:
+    engine = MemoryEngine(MemoryConfig(dedup_window_ms=1_000), embedder=None)
+    for t in range(6):
+        engine.ingest("a", f"memory {t}", layer="semantic", now=t)
+    am = engine._state.store.get("a")
+    assert am is not None
+    assert [5, 4, 3] == am._newest_tail(3).tolist() == am.newest_slots(3).tolist()
+    engine.ingest("a", "memory 0", layer="semantic", now=9)  # slot 0 reinforced: newest
+    assert am._newest_tail(3) is None
+    assert [0, 5, 4] == am.newest_slots(3).tolist()
 
 
 def test_a_record_changed_in_place_is_rebuilt_with_its_content_hash_kept() -> None:
