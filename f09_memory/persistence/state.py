@@ -218,9 +218,10 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
                                              words[previous:previous + current]])
     embedded = am.embedded[:n].copy()
     am.embedded[:n] = False
-    if vectors is not None and a["dim"] is not None and embedded.any():
-        column = am.ensure_vectors(int(a["dim"]))
-        column[np.flatnonzero(embedded)] = vectors
+    if a["dim"] is not None:  # a column reserved before any vector in it is kept too
+        am.ensure_vectors(int(a["dim"]))
+    if vectors is not None and am.vectors is not None and embedded.any():
+        am.vectors[np.flatnonzero(embedded)] = vectors
         am.embedded[:n] = embedded
         if a["index"] is not None:
             am.index = _index_from(a["index"], state.config.score_quantum)

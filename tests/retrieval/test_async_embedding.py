@@ -84,6 +84,29 @@ def test_a_host_executor_runs_the_jobs_and_pending_jobs_survive_save_and_load(
     assert loaded.state_hash() == engine.state_hash()
 
 
+def test_ingest_reserves_the_vector_column_so_the_attaching_tick_allocates_none(
+        tmp_path: Path) -> None:
+    """The column is made when the texts go to the worker; the due tick writes into it (the
+    same array), and a save/load keeps the reserved column even with no vector in it yet."""
+    engine = _engine(HashingEmbedder(16), latency=50)
+    engine.ingest_many("a", ["the smith forged a sword", "bread at the market"], now=0)
+    am = engine._state.store.get("a")
+    assert am is not None and am.vectors is not None and (16 == am.vectors.shape[1])
+    column = am.vectors
+    assert not am.embedded[: am.hi].any()
+    engine.save(tmp_path / "pending.f09")
+    loaded = MemoryEngine.load(tmp_path / "pending.f09", embedder=HashingEmbedder(16))
+    reloaded = loaded._state.store.get("a")
+    assert reloaded is not None and reloaded.vectors is not None
+    loaded.save(tmp_path / "again.f09")
+    assert (tmp_path / "pending.f09").read_bytes() == (tmp_path / "again.f09").read_bytes()
+    for e in (engine, loaded):
+        assert 2 == e.tick(50).embedded
+    assert am.vectors is column and am.embedded[: am.hi].all()
+    assert loaded.state_hash() == engine.state_hash()
+    assert loaded.records("a") == engine.records("a")
+
+
 def test_a_failing_model_is_reported_at_the_due_tick_and_retried() -> None:
     class Failing(HashingEmbedder):
         fail = True
