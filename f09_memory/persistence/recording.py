@@ -164,6 +164,13 @@ class RecordingAgentMemory(AgentMemory):
             self.quiet = False
         return None
 
+    def attach_rows(self, slots: list[int], vectors: NDArray[np.float32],  # noqa: D102
+                    rows: list[int]) -> None:
+        if self.quiet:
+            return super().attach_rows(slots, vectors, rows)
+        self.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[rows])  # recorded
+        return None
+
     def clear_embedded(self) -> None:  # noqa: D102
         self._record("agent.clear_embedded", self.agent_id)
         super().clear_embedded()

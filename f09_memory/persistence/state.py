@@ -86,8 +86,10 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
             columns[name].append(getattr(am, name)[slots])
         texts.extend(am.content[s] or "" for s in slots.tolist())
         embedded = am.embedded[slots]
-        if am.vectors is not None and embedded.any():
-            vectors.append(am.vectors[slots[embedded]])
+        # a column with no vector in it yet (reserved for async jobs) is not state
+        column = am.vectors if embedded.any() else None
+        if column is not None:
+            vectors.append(column[slots[embedded]])
         ring = am.ring.get_state()
         ring_keys.extend(ring)
         vocab = state.vocabulary(am.agent_id).get_state()
@@ -99,7 +101,7 @@ def get_state(state: EngineState, summarizer: Summarizer, embedder_version: str 
             "count": len(keys),
             "ring": len(ring),
             "vocabulary": [len(vocab[0]), len(vocab[1])],
-            "dim": None if am.vectors is None else int(am.vectors.shape[1]),
+            "dim": None if column is None else int(column.shape[1]),
             # the maintained lower bounds decide which agents a tick visits: kept as they
             # are (not recomputed) so a loaded engine ticks exactly like the saved one
             "bounds": [am.min_deadline, am.min_episodic_anchor],
@@ -218,10 +220,9 @@ def _restore_agent(state: EngineState, a: dict[str, Any], cols: dict[str, NDArra
                                              words[previous:previous + current]])
     embedded = am.embedded[:n].copy()
     am.embedded[:n] = False
-    if a["dim"] is not None:  # a column reserved before any vector in it is kept too
-        am.ensure_vectors(int(a["dim"]))
-    if vectors is not None and am.vectors is not None and embedded.any():
-        am.vectors[np.flatnonzero(embedded)] = vectors
+    if vectors is not None and a["dim"] is not None and embedded.any():
+        column = am.ensure_vectors(int(a["dim"]))
+        column[np.flatnonzero(embedded)] = vectors
         am.embedded[:n] = embedded
         if a["index"] is not None:
             am.index = _index_from(a["index"], state.config.score_quantum)

@@ -165,8 +165,8 @@ def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Seque
     """Attach a due job's vectors agent by agent, each agent's in the job's order.
 
     Only to records still stored as sent and not embedded meanwhile; an agent whose record
-    changed its text is added to ``retry`` (a later tick re-embeds it). One block per agent
-    (a slice when its items are a run, as a frame's are).
+    changed its text is added to ``retry`` (a later tick re-embeds it). One store per agent
+    (``AgentMemory.attach_rows``).
 
     Returns:
         How many vectors were attached, and how many stored agents the job named (what a
@@ -197,9 +197,6 @@ def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Seque
             slots.append(slot)
             taken.append(i)
         if slots:
-            first, last = taken[0], taken[-1]
-            block = (vectors[first:last + 1] if last - first + 1 == len(taken)
-                     else vectors[taken])
-            am.attach_vectors(np.asarray(slots, dtype=np.intp), block)
+            am.attach_rows(slots, vectors, taken)
             done += len(slots)
     return done, agents

@@ -122,6 +122,25 @@ class AgentVectors:
         if self.index is not None:
             self.index.add(self.key[slots], vectors)
 
+    def attach_rows(self, slots: list[int], vectors: NDArray[np.float32],
+                    rows: list[int]) -> None:
+        """:meth:`attach_vectors` of ``vectors[rows]`` to the live ``slots`` (distinct).
+
+        For an async job's few records per agent: no index arrays are built for a few rows.
+        Runtime complexity: O(k).
+        """
+        if len(slots) > SCALAR_MAX:
+            self.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[rows])
+            return
+        column = self.vectors
+        if column is None or column.shape[1] != vectors.shape[1]:
+            column = self.ensure_vectors(int(vectors.shape[1]))
+        for row, slot in zip(rows, slots, strict=True):
+            column[slot] = vectors[row]
+        self._mark_embedded(slots)
+        if self.index is not None:
+            self.index.add(self.key[slots], vectors[rows])
+
     def start_index_build(self, index: VectorIndex) -> None:
         """Begin building ``index`` (empty) in key order; it serves no query until done."""
         self.index_build = index
