@@ -337,7 +337,11 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         else:
             self._store_columns(slot_list, new, rev, fresh, all_episodic)
         self.dirty = True
-        if fresh >= 0:
+        if n <= SCALAR_MAX:  # a few: item stores beat a list-indexed (or slice) store
+            content = self.content
+            for slot, text in zip(slot_list, new.content, strict=True):
+                content[slot] = text
+        elif fresh >= 0:
             self.content[fresh:fresh + n] = new.content
         else:
             self.content[slot_list] = new.content
