@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import zlib
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "quantize",
     "quantize_scalar",
     "sha256_hex",
+    "text_digest64",
 ]
 
 DEFAULT_QUANTUM = 1_000_000_000
@@ -132,3 +134,13 @@ def sha256_hex(value: Any, quantum: int = DEFAULT_QUANTUM) -> str:
         64 lowercase hex characters.
     """
     return hashlib.sha256(canonical_json(value, quantum)).hexdigest()
+
+
+def text_digest64(text: str) -> int:
+    """A 64-bit digest of ``text``'s UTF-8 bytes: two CRC-32s with different seeds.
+
+    Stable across processes and machines (no ``PYTHONHASHSEED``); for keys the engine
+    confirms (dedup fingerprints) or adds up (vocabulary digests), not for security.
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    return (zlib.crc32(raw, 0x9E3779B9) << 32) | zlib.crc32(raw)

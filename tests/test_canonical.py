@@ -98,3 +98,11 @@ def test_canonical_is_a_base_layer_module() -> None:
     assert {"f09_memory.errors"} == ours
     roots = {name.split(".")[0] for name in imported} - {"f09_memory"}
     assert {"numpy"} == roots - set(sys.stdlib_module_names)
+
+
+def test_text_digest64_is_fixed_across_processes_and_takes_lone_surrogates() -> None:
+    """The vocabulary digests and dedup fingerprints rest on it: pinned values, no hash seed."""
+    assert canonical.text_digest64("smith") == 4262153582618404843
+    assert canonical.text_digest64("the well is dry") == 17931508289444918205
+    assert canonical.text_digest64("é\ud800") == 9184984038902943651
+    assert 0 <= canonical.text_digest64("") < 2**64

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-import zlib
 from collections.abc import Iterable, Sequence
 from itertools import compress
 from typing import Any
 
+from f09_memory.canonical import text_digest64
 from f09_memory.config.config import ImportanceSettings
 
 __all__ = ["ImportanceModel", "Vocabulary", "boosted_importance"]
@@ -26,11 +26,6 @@ _LOWER_WORDS_NUL = _LOWER_WORDS[:0] + b"\0" + _LOWER_WORDS[1:]
 def _ascii_words(text: str) -> list[str]:
     """The runs of ``[a-z0-9']`` of lower-cased ASCII ``text`` (``_WORD.findall``, faster)."""
     return text.encode().translate(_LOWER_WORDS).decode().split()
-
-
-def _word_digest(word: str) -> int:
-    raw = word.encode("utf-8", "surrogatepass")
-    return zlib.crc32(raw) | (zlib.crc32(raw, 0x9E3779B9) << 32)
 
 
 class Vocabulary:
@@ -126,7 +121,7 @@ class Vocabulary:
         intern = sys.intern
         for word in fresh:
             cur.add(intern(word))
-            total += _word_digest(word)
+            total += text_digest64(word)
         self._cur_sum = total & _MASK64
 
     def digest(self) -> tuple[int, int, int, int]:
@@ -141,8 +136,8 @@ class Vocabulary:
         """Restore from :meth:`get_state`."""
         self._previous = {sys.intern(str(w)) for w in state[0]}
         self._current = {sys.intern(str(w)) for w in state[1]}
-        self._prev_sum = sum(map(_word_digest, self._previous)) & _MASK64
-        self._cur_sum = sum(map(_word_digest, self._current)) & _MASK64
+        self._prev_sum = sum(map(text_digest64, self._previous)) & _MASK64
+        self._cur_sum = sum(map(text_digest64, self._current)) & _MASK64
 
 
 class ImportanceModel:

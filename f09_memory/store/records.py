@@ -8,13 +8,13 @@ record ids, claim status codes and the normalized-content fingerprint of ingest 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from f09_memory.canonical import text_digest64
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import AttributeValue, ProceduralMeta, SocialMeta, SpatialMeta
 
@@ -54,8 +54,7 @@ def content_fingerprint(layer: int, text: str) -> int:
     The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts. An
     int, not a pair: the index then holds no object the garbage collector tracks.
     """
-    raw = normalized_content(text).encode("utf-8", "surrogatepass")
-    return (layer << 64) | (zlib.crc32(raw, 0x9E3779B9) << 32) | zlib.crc32(raw)
+    return (layer << 64) | text_digest64(normalized_content(text))
 
 
 def normalized_content(text: str) -> str:
