@@ -97,15 +97,24 @@ _new_diagnostics = trusted_factory(RetrievalDiagnostics)
 _new_bundle = trusted_factory(RetrievedBundle)
 
 
-def exact_similarities(am: AgentMemory, slots: NDArray[np.intp],
-                       q: NDArray[np.float32]) -> NDArray[np.float64]:
-    """The semantic term ``max(0, cos(record, q))`` of ``slots`` (0 when not embedded)."""
+def exact_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
+                       ascending: bool = False) -> NDArray[np.float64]:
+    """The semantic term ``max(0, cos(record, q))`` of ``slots`` (0 when not embedded).
+
+    ``ascending``: ``slots`` are known to be ascending (candidates are); when they are then
+    every slot of ``[0, hi)``, the product is the term as is, without a gather.
+    """
     assert am.vectors is not None
-    if slots.shape[0] * 4 < am.hi:  # few rows: gather them
+    n, hi = slots.shape[0], am.hi
+    if n * 4 < hi:  # few rows: gather them
         sims = similarities(am.vectors, q, slots)
+        embedded = am.embedded[slots]
+    elif ascending and n == hi:  # every slot, in order: the product itself
+        sims = similarities(am.vectors[:hi], q)
+        embedded = am.embedded[:hi]
     else:  # most rows: one contiguous product beats copying the rows out
-        sims = similarities(am.vectors[: am.hi], q)[slots]
-    embedded = am.embedded[slots]
+        sims = similarities(am.vectors[:hi], q)[slots]
+        embedded = am.embedded[slots]
     if not embedded.all():
         sims[~embedded] = 0.0
     np.minimum(np.maximum(sims, 0.0, out=sims), 1.0, out=sims)  # np.clip's wrapper costs more
@@ -220,7 +229,7 @@ class Retriever:
         job.locate(proximity)
         if am is None or not am.live:
             return self._finish(job, None, 0, False)
-        slots = np.flatnonzero(candidate_mask(am, request, now, self.layer_policy(request)))
+        slots = candidate_mask(am, request, now, self.layer_policy(request)).nonzero()[0]
         if trace is not None:
             trace.candidates = slots
         job.candidates = int(slots.shape[0])
@@ -380,7 +389,7 @@ class Retriever:
         score = recency_scores(now, pick("anchor"), self.config.decay_half_life_ms)
         # Terms with a zero weight add exact zeros and are skipped (the same floats).
         if (weights == weights[0]).all() and (layer_w == layer_w[0]).all():
-            iw, rw, sw, pw = (float(x) for x in weights[0][:4])  # one row for the frame
+            iw, rw, sw, pw = weights[0][:4].tolist()  # one row for the frame
             score *= rw
             score += iw * boosted
             if pw:

@@ -109,9 +109,8 @@ def rank_and_pack(
     if k >= n // 2:
         return _full(q, keys, tokens, budget, limit)
     neg = -q
-    part = np.argpartition(neg, k - 1)
-    threshold = neg[part[k - 1]]
-    prefix = np.flatnonzero(neg <= threshold)  # the top k plus every tie with the k-th
+    threshold = np.partition(neg, k - 1)[k - 1]  # the k-th value (no index array to carry)
+    prefix = (neg <= threshold).nonzero()[0]  # the top k plus every tie with the k-th
     order = prefix[np.lexsort((keys[prefix], neg[prefix]))]
     chosen, total, truncated = pack_sequential(tokens[order], budget)
     if limit is not None and chosen.shape[0] >= limit:  # the first `limit` are final

@@ -103,7 +103,7 @@ def compute_scores(
         float64 scores aligned with ``slots``.
     """
     weights = ctx.weights
-    iw, rw, sw, pw = (float(x) for x in weights[:4])
+    iw, rw, sw, pw = weights[:4].tolist()  # Python floats, one C call
     # A zero-weight term adds exactly +0.0 (every term is finite and >= 0): skipping it gives
     # the same bits, and cosine-only or recency-only tables skip the unused columns.
     if rw:

@@ -451,10 +451,11 @@ class SemanticMemory:
     ) -> NDArray[np.float32] | None:
         """The unit query centroid from ``text`` and/or explicit ``vectors``.
 
-        ``None`` when there is nothing to embed.
+        ``None`` when there is nothing to embed. ``vectors`` were checked
+        (:func:`~f09_memory.retrieval.service.check_query_vectors`): a finite float
+        ``(n, dim)`` array.
 
         Raises:
-            InputInvalidError: ``vectors`` is not a finite ``(n, dim)`` or ``(dim,)`` array.
             EmbeddingFailedError: The provider failed on the query text.
         """
         assert self.provider is not None
@@ -470,7 +471,6 @@ class SemanticMemory:
             hit = self._centroids.get(text)
             if hit is not None:
                 return hit[0]
-        dim = self.dim
         if text:
             cached = self._queries.get(text)
             if cached is None:
@@ -485,16 +485,8 @@ class SemanticMemory:
                     self._centroids.pop(next(iter(self._centroids)))
                 self._centroids[text] = (centroid,)
                 return centroid
-        if vectors is not None:
-            arr = np.asarray(vectors, dtype=np.float32)
-            if arr.ndim == 1:
-                arr = arr[None, :]
-            if arr.ndim != 2 or not arr.shape[0] or arr.shape[1] != dim or (
-                    not np.isfinite(arr).all()):
-                raise InputInvalidError(
-                    f"query_vectors must be finite with shape (n, {dim}) or ({dim},)",
-                    details={"shape": list(arr.shape)})
-            parts.append(unit_rows(arr))
+        if vectors is not None:  # checked by check_query_vectors: finite, (n, dim)
+            parts.append(unit_rows(vectors))
         return _centroid(parts) if parts else None
 
     def term(
@@ -532,4 +524,4 @@ class SemanticMemory:
         index = am.index
         if slots.shape[0] > self.config.semantic_preselect_threshold and index is not None:
             return preselected_term(self.config, am, index, slots, request, q)
-        return SemanticTerm(exact_similarities(am, slots, q), None), slots
+        return SemanticTerm(exact_similarities(am, slots, q, ascending=True), None), slots

@@ -41,6 +41,13 @@ __all__ = ["RetrievalService", "check_query_vectors"]
 logger = logging.getLogger("f09_memory")
 
 
+def _bad_vectors(dim: int | None) -> InputInvalidError:
+    expected = f"({dim},) or (n, {dim})" if dim is not None else "(dim,) or (n, dim)"
+    return InputInvalidError(
+        f"query_vectors must be a non-empty, finite, real array of shape {expected}",
+        details={"field": "query_vectors"})
+
+
 def check_query_vectors(requests: Sequence[RetrievalRequest], dim: int | None,
                         vectors: object = None) -> NDArray[np.float32] | None:
     """Check the query vectors of a retrieval before anything is served.
@@ -50,7 +57,8 @@ def check_query_vectors(requests: Sequence[RetrievalRequest], dim: int | None,
     must be a non-empty, finite, real ``(n, dim)`` or ``(dim,)`` array.
 
     Returns:
-        ``vectors`` as a float32 ``(n, dim)`` array (``None`` if not given).
+        ``vectors`` as a float32 ``(n, dim)`` array (``None`` if not given; a view of
+        ``vectors`` when it already is float32: read, never written).
 
     Raises:
         InputInvalidError: A wrong dimension (the message names the request's index), or
@@ -66,22 +74,21 @@ def check_query_vectors(requests: Sequence[RetrievalRequest], dim: int | None,
                     details={"index": i, "field": "query_vector", "dim": dim})
     if vectors is None:
         return None
-    expected = f"({dim},) or (n, {dim})" if dim is not None else "(dim,) or (n, dim)"
-    bad = InputInvalidError(
-        f"query_vectors must be a non-empty, finite, real array of shape {expected}",
-        details={"field": "query_vectors"})
     if isinstance(vectors, str | bytes):
-        raise bad
+        raise _bad_vectors(dim)
     try:
         raw = np.asarray(vectors)
     except (TypeError, ValueError, OverflowError):  # ragged, or not array-like
-        raise bad from None
+        raise _bad_vectors(dim) from None
     if raw.dtype.kind not in "fiu" or raw.ndim not in (1, 2) or raw.size == 0:
-        raise bad
-    with np.errstate(over="ignore", invalid="ignore"):
-        arr = raw.astype(np.float32).reshape(-1, raw.shape[-1])
+        raise _bad_vectors(dim)
+    if raw.dtype == np.float32:  # nothing to convert (the result is a view, never written)
+        arr = raw.reshape(-1, raw.shape[-1])
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = raw.astype(np.float32).reshape(-1, raw.shape[-1])
     if (dim is not None and arr.shape[1] != dim) or not np.isfinite(arr).all():
-        raise bad
+        raise _bad_vectors(dim)
     return arr
 
 

@@ -137,7 +137,39 @@ def test_explicit_query_vectors_form_the_centroid() -> None:
     assert "Wolves were seen near the river at dusk." == bundle.records[0].content
 
 
-@pytest.mark.parametrize("bad", [np.zeros((2, 3)), np.full((1, 16), np.nan), np.zeros((1, 2, 16))])
+def test_float32_query_vectors_are_read_not_copied_nor_written() -> None:
+    embedder = FakeEmbedder(16)
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=embedder)
+    village(engine)
+    given = embedder.embed(["Bread prices went up at the bakery."])[0] * np.float32(3.0)
+    kept = given.copy()
+    bundle = engine.retrieve(req(), now=10, query_vectors=given)
+    assert np.array_equal(kept, given)  # the unit copy is the engine's own
+    assert "Bread prices went up at the bakery." == bundle.records[0].content
+    wide = engine.retrieve(req(), now=10, query_vectors=given.astype(np.float64))
+    assert bundle_hash(bundle) == bundle_hash(wide)  # the same values, the same bundle
+
+
+def test_exact_similarities_of_every_slot_in_order_equal_the_gathered_ones() -> None:
+    from f09_memory.retrieval.orchestrator import exact_similarities
+
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=FakeEmbedder(16))
+    village(engine)
+    engine.forget([engine.records("a")[1].id])  # a free slot inside [0, hi)
+    am = engine._state.store.get("a")
+    assert am is not None
+    q = FakeEmbedder(16).embed(["wolves by the river"])[0]
+    every = np.arange(am.hi)
+    fast = exact_similarities(am, every, q, ascending=True)
+    assert fast.tobytes() == exact_similarities(am, every, q).tobytes()
+    backwards = exact_similarities(am, every[::-1].copy(), q)  # not ascending: gathered
+    assert backwards.tobytes() == fast[::-1].tobytes()
+    assert 0.0 == fast[1]  # the freed slot is not embedded
+
+
+@pytest.mark.parametrize("bad", [
+    np.zeros((2, 3)), np.full((1, 16), np.nan), np.zeros((1, 2, 16)),
+    np.full(16, np.inf, dtype=np.float32), np.full((1, 16), np.nan, dtype=np.float32)])
 def test_bad_query_vectors_raise_input_invalid(bad: np.ndarray) -> None:
     engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=FakeEmbedder(16))
     village(engine)
