@@ -51,6 +51,10 @@ SPEC_INDEX: dict[int, str] = {
 """Spec section 17: index number -> folder name (without the number)."""
 EXTENSIONS: dict[int, str] = {
     21: "distributed-scale-out",
+    22: "host-integrations",
+    23: "agent-runtime",
+    24: "tool-call-memory",
+    25: "columnar-state-persistence",
 }
 """Entries past the spec's twenty (sub-packages the spec does not list), same template."""
 ALL_INDEX: dict[int, str] = {**SPEC_INDEX, **EXTENSIONS}
