@@ -29,11 +29,13 @@ from f09_memory.store.records import (
     normalized_content,
 )
 
-__all__ = ["Group", "IngestDedup", "reinforced"]
+__all__ = ["Group", "IngestDedup", "Stored", "reinforced"]
 
 _EPISODIC = MemoryLayer.EPISODIC
 Group = tuple[AgentMemory, Sequence[PendingRecord]]
 """One agent's items of a store, in order."""
+Stored = tuple[list[str], list[int]]
+"""A group's texts as stored and their :func:`content_fingerprint`, in item order."""
 
 
 def reinforced(importance: float, step: float) -> float:
@@ -57,43 +59,50 @@ class IngestDedup:
         self.wants = wants
 
     def plan(self, groups: Sequence[Group]
-             ) -> tuple[Sequence[Group], list[list[str]], list[int] | None]:
+             ) -> tuple[Sequence[Group], list[Stored], list[int] | None]:
         """The groups as dedup must store them, with their texts as stored.
 
         The frame's texts are redacted once, uncounted (the items stored are counted when
-        they are built). A group that overflows its agent's episodic ring with a repeat of
-        a record the frame evicts goes one item at a time, in order (dedup must see each
-        eviction before the next item); the others stay batches: dedup ends alike for them.
+        they are built), and fingerprinted once (:func:`content_fingerprint`: dedup looks
+        them up, the store indexes the new records by them). A group that overflows its
+        agent's episodic ring with a repeat of a record the frame evicts goes one item at a
+        time, in order (dedup must see each eviction before the next item); the others stay
+        batches: dedup ends alike for them.
 
         Returns:
-            The groups to store, each one's texts, and each one's group in ``groups`` when
-            some were split (``None``: the groups as given).
+            The groups to store, each one's texts and fingerprints, and each one's group in
+            ``groups`` when some were split (``None``: the groups as given).
         """
-        flat = self._stored_texts([item for _, items in groups for item in items])
-        texts: list[list[str]] = []
+        flat_items = [item for _, items in groups for item in items]
+        flat = self._stored_texts(flat_items)
+        flat_fps = list(map(content_fingerprint, [item.layer.code for item in flat_items],
+                            flat))
+        stored: list[Stored] = []
         row = 0
         for _, items in groups:
-            texts.append(flat[row:row + len(items)])
-            row += len(items)
-        alone = [self._evicts_a_repeat(am, items, group_texts)
-                 for (am, items), group_texts in zip(groups, texts, strict=True)]
+            end = row + len(items)
+            stored.append((flat[row:end], flat_fps[row:end]))
+            row = end
+        alone = [self._evicts_a_repeat(am, items, fps)
+                 for (am, items), (_, fps) in zip(groups, stored, strict=True)]
         if not any(alone):
-            return groups, texts, None
+            return groups, stored, None
         owners: list[int] = []
         parts: list[Group] = []
-        part_texts: list[list[str]] = []
+        part_stored: list[Stored] = []
         for g, (am, items) in enumerate(groups):
             if alone[g]:
+                texts, fps = stored[g]
                 parts.extend((am, [item]) for item in items)
-                part_texts.extend([text] for text in texts[g])
+                part_stored.extend(([text], [fp]) for text, fp in zip(texts, fps, strict=True))
                 owners.extend(g for _ in items)
             else:
                 parts.append((am, items))
-                part_texts.append(texts[g])
+                part_stored.append(stored[g])
                 owners.append(g)
-        return parts, part_texts, owners
+        return parts, part_stored, owners
 
-    def store(self, groups: Sequence[Group], texts: Sequence[list[str]], now: int, window: int,
+    def store(self, groups: Sequence[Group], stored: Sequence[Stored], now: int, window: int,
               events: list[Any]) -> Iterator[tuple[AgentMemory, NewRecords, Sequence[int],
                                                    dict[int, list[Removed]],
                                                    Sequence[tuple[str, ...]], list[int]]]:
@@ -110,23 +119,25 @@ class IngestDedup:
         step = state.config.dedup_importance_step
         report_updated = self.wants(RecordUpdated.name)
         if len({id(am) for am, _ in groups}) == len(groups):
-            stages = [list(zip(groups, texts, strict=True))]
+            stages = [list(zip(groups, stored, strict=True))]
         else:  # an agent in several groups: its later group must see the earlier stored
-            stages = [[pair] for pair in zip(groups, texts, strict=True)]
+            stages = [[pair] for pair in zip(groups, stored, strict=True)]
         vocabulary = state.vocabulary
         for stage in stages:
             deduped = []
-            for (am, items), group_texts in stage:
+            for (am, items), (texts, fps) in stage:
                 placed: list[int] = []
                 repeats: list[int] = []
                 own: list[Any] = []
-                fresh = self._dedup(am, items, group_texts, now, window, placed, repeats, own)
-                deduped.append((am, fresh, placed, repeats, own))
+                fresh_fps: list[int] = []
+                fresh = self._dedup(am, items, texts, fps, now, window, placed, repeats, own,
+                                    fresh_fps)
+                deduped.append((am, fresh, fresh_fps, placed, repeats, own))
             built = self.ingestor.build_groups(
                 [(fresh, am.reserve_keys(len(fresh)), vocabulary(am.agent_id))
                  for am, fresh, *_ in deduped], now, state.store.tags)
-            for (am, _, placed, repeats, own), (new, labels) in zip(deduped, built,
-                                                                    strict=True):
+            for (am, _, fresh_fps, placed, repeats, own), (new, labels) in zip(
+                    deduped, built, strict=True):
                 if any(repeats):  # repeats inside the batch reinforce it
                     importance = list(new.importance)
                     for i, times in enumerate(repeats):
@@ -138,18 +149,18 @@ class IngestDedup:
                                     fields=("importance", "recency_anchor"), reason="dedup"))
                     new.importance = importance
                 events.extend(own)
-                slots, evicted = am.add_batch(new)
+                slots, evicted = am.add_batch(new, fresh_fps)
                 yield am, new, slots, evicted, labels, [
                     new.keys[-k - 1] if k < 0 else k for k in placed]
 
     def _evicts_a_repeat(self, am: AgentMemory, items: Sequence[PendingRecord],
-                         texts: Sequence[str]) -> bool:
+                         fps: Sequence[int]) -> bool:
         """Whether dedup over ``items`` as one batch could end otherwise than item by item.
 
         Only when the batch overflows the episodic ring: an item that repeats a record the
         batch evicts (one of the ring's oldest) must not reinforce it, nor may a repeat of
         the batch's own record that the batch itself evicts (a batch larger than the ring).
-        ``texts`` are the items' texts as stored (:meth:`_stored_texts`).
+        ``fps`` are the fingerprints of the items' texts as stored (:meth:`plan`).
         """
         ring = am.ring
         episodic = sum(1 for item in items if item.layer is _EPISODIC)
@@ -160,8 +171,7 @@ class IngestDedup:
             return True
         gone = set(ring.oldest_keys(min(over, ring.live)))
         index = am.dedup_index()
-        return any(index.get(content_fingerprint(item.layer.code, text)) in gone
-                   for item, text in zip(items, texts, strict=True))
+        return any(index.get(fp) in gone for fp in fps)
 
     def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
         """The items' texts as they would be stored (redacted in one batch, not counted).
@@ -172,11 +182,12 @@ class IngestDedup:
                                                   count=False)[0]
 
     def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], texts: Sequence[str],
-               now: int, window: int, out: list[int], repeats: list[int],
-               events: list[Any]) -> list[PendingRecord]:
+               fps: Sequence[int], now: int, window: int, out: list[int], repeats: list[int],
+               events: list[Any], fresh_fps: list[int]) -> list[PendingRecord]:
         """Reinforce live records that ``items`` repeat; return the items still to store.
 
-        ``texts`` are the items' texts as stored (:meth:`_stored_texts`). ``out`` receives,
+        ``texts`` are the items' texts as stored and ``fps`` their fingerprints
+        (:meth:`plan`); ``fresh_fps`` receives those of the items returned. ``out`` receives,
         per input item, the key of the record it became: an existing key, or ``-(1 + i)``
         for the i-th item to store (resolved by the caller); ``repeats[i]`` counts the later
         items of the batch that repeat that i-th item (the caller reinforces it that many
@@ -188,8 +199,7 @@ class IngestDedup:
         seen: dict[int, int] = {}
         hits: dict[int, int] = {}  # key -> reinforcements, applied at the end in one pass
         report = self.wants(RecordUpdated.name)
-        for item, text in zip(items, texts, strict=True):
-            fp = content_fingerprint(item.layer.code, text)
+        for item, text, fp in zip(items, texts, fps, strict=True):
             earlier = seen.get(fp)
             if earlier is not None:  # a repeat inside the batch
                 target = out[earlier]
@@ -207,6 +217,7 @@ class IngestDedup:
                     seen[fp] = len(out)
                     out.append(-(1 + len(fresh)))
                     fresh.append(item)
+                    fresh_fps.append(fp)
                     repeats.append(0)
                     continue
                 key = found

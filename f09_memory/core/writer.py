@@ -23,7 +23,7 @@ from f09_memory.bus import (
     RecordRedacted,
     RecordUpdated,
 )
-from f09_memory.core.dedup import IngestDedup
+from f09_memory.core.dedup import IngestDedup, Stored
 from f09_memory.core.frames import group_frame, indexed
 from f09_memory.core.records import IngestedRecords, RecordReader
 from f09_memory.core.state import EngineState
@@ -190,8 +190,8 @@ class Writer:
         window = self.state.config.dedup_window_ms if anchor is None else 0
         if not window:
             return self._store(groups, now, events, anchor, 0, None)
-        parts, texts, owners = self._dedup.plan(groups)
-        stored = self._store(parts, now, events, None, window, texts)
+        parts, planned, owners = self._dedup.plan(groups)
+        stored = self._store(parts, now, events, None, window, planned)
         if owners is None:
             return stored
         merged: list[list[int]] = [[] for _ in groups]
@@ -201,7 +201,7 @@ class Writer:
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
                events: list[Any], anchor: int | None, window: int,
-               stored_texts: Sequence[list[str]] | None) -> list[Sequence[int]]:
+               planned: Sequence[Stored] | None) -> list[Sequence[int]]:
         state = self.state
         tags = state.store.tags
         vocabulary = state.vocabulary
@@ -217,9 +217,9 @@ class Writer:
                 capped = self._hold_caps(am, now, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         else:
-            assert stored_texts is not None
+            assert planned is not None
             for am, new, slots, evicted, labels, placed in self._dedup.store(
-                    groups, stored_texts, now, window, events):
+                    groups, planned, now, window, events):
                 results.append(placed)
                 capped = self._hold_caps(am, now, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))

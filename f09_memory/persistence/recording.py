@@ -78,12 +78,13 @@ class RecordingAgentMemory(AgentMemory):
         self._record("agent.next_key", self.agent_id, self.next_key)
         return key
 
-    def add_batch(self, new: NewRecords) -> tuple[Sequence[int], dict[int, list[Removed]]]:  # noqa: D102
+    def add_batch(self, new: NewRecords, fingerprints: Sequence[int] | None = None  # noqa: D102
+                  ) -> tuple[Sequence[int], dict[int, list[Removed]]]:
         if self.quiet:
-            return super().add_batch(new)
+            return super().add_batch(new, fingerprints)
         self.quiet = True
         try:
-            out = super().add_batch(new)
+            out = super().add_batch(new, fingerprints)
         finally:
             self.quiet = False
         payload: dict[str, Any] = {name: list(getattr(new, name)) for name in _NEW_FIELDS[:12]}

@@ -92,7 +92,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         ("tokens", np.int32), ("deadline", np.int64), ("alive", np.bool_),
         ("status", np.int8), ("redacted", np.bool_), ("tagset", np.int32),
         ("embedded", np.bool_), ("hashed", np.bool_), ("digest_hi", np.uint64),
-        ("digest_lo", np.uint64), ("rev", np.int64),
+        ("digest_lo", np.uint64), ("rev", np.int64), ("fprint", np.uint64),
     )
     COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in _COLUMNS)
 
@@ -146,6 +146,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.digest_lo = np.zeros(0, dtype=np.uint64)
         self.rev = np.zeros(0, dtype=np.int64)
         """Changes whenever the slot's record does (readers cache built objects by it)."""
+        self.fprint = np.zeros(0, dtype=np.uint64)
+        """The dedup digest of each live record's text, valid while :attr:`dedup` exists."""
         self.next_rev = 0
         self.vectors: NDArray[np.float32] | None = None
         """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
@@ -287,8 +289,12 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             self.hi += rest
         return slots
 
-    def add_batch(self, new: NewRecords) -> tuple[Sequence[int], dict[int, list[Removed]]]:
+    def add_batch(self, new: NewRecords, fingerprints: Sequence[int] | None = None
+                  ) -> tuple[Sequence[int], dict[int, list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
+
+        ``fingerprints``: each record's :func:`content_fingerprint`, when the caller has
+        them (ingest dedup computed them); else they are computed when the index exists.
 
         Episodic records enter the ring in order; each one that finds the ring full first
         evicts the oldest live episodic record (possibly an earlier one of the same batch).
@@ -347,8 +353,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             self.content[slot_list] = new.content
         self.slot_of.update(zip(keys, slot_list, strict=True))
         if self.dedup is not None:
-            for i, text in enumerate(new.content):
-                self.dedup[content_fingerprint(layers[i], text)] = keys[i]
+            self._index_fingerprints(slot_list, keys, map(
+                content_fingerprint, layers, new.content) if fingerprints is None
+                else fingerprints)
         if new.source_event:
             for i, text in new.source_event.items():
                 self.source_event[keys[i]] = text
@@ -415,7 +422,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.content[slot] = content
         self.slot_of[key] = slot
         if self.dedup is not None:
-            self.dedup[content_fingerprint(layer, content)] = key
+            self._index_fingerprints((slot,), (key,), (content_fingerprint(layer, content),))
         if deadline < self.min_deadline:
             self.min_deadline = deadline
         if episodic:
@@ -534,7 +541,8 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         if content is not None:
             if self.dedup is not None:
                 self._forget_fingerprint(slot, key)
-                self.dedup[content_fingerprint(int(self.layer[slot]), content)] = key
+                self._index_fingerprints((slot,), (key,), (
+                    content_fingerprint(self.layer.item(slot), content),))
             self.content[slot] = content
         if tokens is not None:
             self.tokens[slot] = tokens

@@ -3,10 +3,13 @@
 ``content_fingerprint(layer, text)`` -> the newest live key with that normalized content,
 built from the live records on first use and kept up to date by removals
 (``MemoryConfig.dedup_window_ms``: the writer reinforces that record instead of adding a
-copy).
+copy). While the index exists, the ``fprint`` column keeps each live record's digest by
+slot, so a removal finds its entry without normalizing and digesting the text again.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,6 +18,8 @@ from f09_memory.store.records import content_fingerprint
 
 __all__ = ["AgentDedup"]
 
+_MASK64 = (1 << 64) - 1
+
 
 class AgentDedup:
     """The dedup index of :class:`~f09_memory.store.agent.AgentMemory`."""
@@ -22,23 +27,33 @@ class AgentDedup:
     slot_of: dict[int, int]
     content: NDArray[np.object_]
     layer: NDArray[np.int8]
+    fprint: NDArray[np.uint64]
     dedup: dict[int, int] | None
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
+        """Drop the live record ``key`` in ``slot`` from the index (if it is its entry)."""
         assert self.dedup is not None
-        text = self.content[slot]
-        if text is not None:
-            fp = content_fingerprint(int(self.layer[slot]), text)
-            if self.dedup.get(fp) == key:
-                del self.dedup[fp]
+        fp = (self.layer.item(slot) << 64) | self.fprint.item(slot)
+        if self.dedup.get(fp) == key:
+            del self.dedup[fp]
+
+    def _index_fingerprints(self, slots: Iterable[int], keys: Iterable[int],
+                            fps: Iterable[int]) -> None:
+        """Enter records in the index (``fps[i] -> keys[i]``), each digest kept by slot."""
+        index, column = self.dedup, self.fprint
+        assert index is not None
+        for slot, key, fp in zip(slots, keys, fps, strict=True):
+            index[fp] = key
+            column[slot] = fp & _MASK64
 
     def dedup_index(self) -> dict[int, int]:
         """The dedup index, built from the live records on first use (newest key wins)."""
         if self.dedup is None:
-            index: dict[int, int] = {}
-            for key, slot in sorted(self.slot_of.items()):
-                text = self.content[slot]
-                assert text is not None
-                index[content_fingerprint(int(self.layer[slot]), text)] = key
-            self.dedup = index
+            self.dedup = {}
+            live = sorted(self.slot_of.items())
+            slots = [slot for _, slot in live]
+            codes = self.layer[slots].tolist()
+            texts = self.content[slots].tolist()
+            self._index_fingerprints(slots, [key for key, _ in live],
+                                     map(content_fingerprint, codes, texts))
         return self.dedup

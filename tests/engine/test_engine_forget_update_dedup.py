@@ -151,6 +151,29 @@ def test_dedup_off_by_default_and_survives_save_load(tmp_path: Path) -> None:
     loaded._check()
 
 
+def test_dedup_index_follows_updates_evictions_and_a_late_build(tmp_path: Path) -> None:
+    """The index keeps each live record's digest by slot: a record whose text was updated
+    leaves under its new text, an evicted one leaves the index, and an index built late
+    (after a load) covers the records stored before it."""
+    e = engine(dedup_window_ms=10_000, episodic_max=3)
+    wolf = e.ingest("npc", "Saw a wolf.", now=1)
+    e.update(wolf.id, content="Saw a bear.")
+    assert e.ingest("npc", "saw a bear.", now=2).id == wolf.id  # the new text reinforces
+    assert e.ingest("npc", "Saw a wolf.", now=3).id != wolf.id  # the old one does not
+    e.ingest_many("npc", ["Rain.", "Sun."], now=4)  # the ring of 3 evicts the bear
+    assert wolf.id not in {r.id for r in e.records("npc")}
+    assert e.ingest("npc", "Saw a bear.", now=5).id != wolf.id
+    e._check()
+    loaded = MemoryEngine.load(e.save(tmp_path / "s.f09"), embedder=None)
+    loaded.ingest_many("npc", ["Sun.", "Hail."], now=6)  # builds the index: Sun reinforces
+    assert 3 == loaded.count("npc") and "Sun." in [r.content for r in loaded.records("npc")]
+    loaded._check()
+    for _ in range(3):  # each new text evicts the oldest record, found by its kept digest
+        loaded.ingest("npc", f"Snow {_}.", now=7)
+        loaded._check()
+    assert ["Snow 0.", "Snow 1.", "Snow 2."] == [r.content for r in loaded.records("npc")]
+
+
 def test_dedup_repeats_leave_retrieval_free_of_copies() -> None:
     e = engine(dedup_window_ms=10_000)
     for t in range(5):
