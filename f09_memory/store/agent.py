@@ -92,7 +92,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         ("tokens", np.int32), ("deadline", np.int64), ("alive", np.bool_),
         ("status", np.int8), ("redacted", np.bool_), ("tagset", np.int32),
         ("embedded", np.bool_), ("hashed", np.bool_), ("digest_hi", np.uint64),
-        ("digest_lo", np.uint64), ("rev", np.int64), ("fprint", np.uint64),
+        ("digest_lo", np.uint64), ("rev", np.int64),
     )
     COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in _COLUMNS)
 
@@ -146,8 +146,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.digest_lo = np.zeros(0, dtype=np.uint64)
         self.rev = np.zeros(0, dtype=np.int64)
         """Changes whenever the slot's record does (readers cache built objects by it)."""
-        self.fprint = np.zeros(0, dtype=np.uint64)
-        """The dedup digest of each live record's text, valid while :attr:`dedup` exists."""
+        self.fprint: NDArray[np.uint64] | None = None
+        """The dedup digest of each live record's text by slot, allocated with :attr:`dedup`
+        (an engine without a dedup window pays nothing for it)."""
         self.next_rev = 0
         self.vectors: NDArray[np.float32] | None = None
         """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
@@ -231,6 +232,10 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
             grown = np.zeros((capacity, self.vectors.shape[1]), dtype=self.vectors.dtype)
             grown[: self.vectors.shape[0]] = self.vectors
             self.vectors = grown
+        if self.fprint is not None:
+            digests = np.zeros(capacity, dtype=np.uint64)
+            digests[: self.fprint.shape[0]] = self.fprint
+            self.fprint = digests
         self.capacity = capacity
 
     @classmethod

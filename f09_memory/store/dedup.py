@@ -3,8 +3,8 @@
 ``content_fingerprint(layer, text)`` -> the newest live key with that normalized content,
 built from the live records on first use and kept up to date by removals
 (``MemoryConfig.dedup_window_ms``: the writer reinforces that record instead of adding a
-copy). While the index exists, the ``fprint`` column keeps each live record's digest by
-slot, so a removal finds its entry without normalizing and digesting the text again.
+copy). With the index comes the ``fprint`` column: each live record's digest by slot, so a
+removal finds its entry without normalizing and digesting the text again.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ class AgentDedup:
     slot_of: dict[int, int]
     content: NDArray[np.object_]
     layer: NDArray[np.int8]
-    fprint: NDArray[np.uint64]
+    capacity: int
+    fprint: NDArray[np.uint64] | None
     dedup: dict[int, int] | None
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
         """Drop the live record ``key`` in ``slot`` from the index (if it is its entry)."""
-        assert self.dedup is not None
+        assert self.dedup is not None and self.fprint is not None
         fp = (self.layer.item(slot) << 64) | self.fprint.item(slot)
         if self.dedup.get(fp) == key:
             del self.dedup[fp]
@@ -41,7 +42,7 @@ class AgentDedup:
                             fps: Iterable[int]) -> None:
         """Enter records in the index (``fps[i] -> keys[i]``), each digest kept by slot."""
         index, column = self.dedup, self.fprint
-        assert index is not None
+        assert index is not None and column is not None
         for slot, key, fp in zip(slots, keys, fps, strict=True):
             index[fp] = key
             column[slot] = fp & _MASK64
@@ -50,6 +51,7 @@ class AgentDedup:
         """The dedup index, built from the live records on first use (newest key wins)."""
         if self.dedup is None:
             self.dedup = {}
+            self.fprint = np.zeros(self.capacity, dtype=np.uint64)
             live = sorted(self.slot_of.items())
             slots = [slot for _, slot in live]
             codes = self.layer[slots].tolist()

@@ -69,6 +69,7 @@ def check_agent(am: AgentMemory) -> None:
             text = am.content[slot]
             assert text is not None
             assert content_fingerprint(int(am.layer[slot]), text) == fp, "dedup drifted"
+        assert am.fprint is not None and am.fprint.shape[0] == am.capacity
         for slot in am.slot_of.values():  # a removal reads the digest of any live record
             text = am.content[slot]
             assert (int(am.layer[slot]) << 64) | int(am.fprint[slot]) == content_fingerprint(

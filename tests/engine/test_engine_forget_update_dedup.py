@@ -172,6 +172,10 @@ def test_dedup_index_follows_updates_evictions_and_a_late_build(tmp_path: Path) 
         loaded.ingest("npc", f"Snow {_}.", now=7)
         loaded._check()
     assert ["Snow 0.", "Snow 1.", "Snow 2."] == [r.content for r in loaded.records("npc")]
+    plain = engine()  # no dedup window: neither the index nor its column is allocated
+    plain.ingest_many("npc", [f"fact {i}" for i in range(100)], now=1)
+    am = plain._state.store.get("npc")
+    assert am is not None and am.dedup is None and am.fprint is None
 
 
 def test_dedup_repeats_leave_retrieval_free_of_copies() -> None:
