@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.columns import SCALAR_COLUMNS, AgentColumns
+from f09_memory.store.columns import SCALAR_COLUMNS, AgentColumns, grown
 from f09_memory.store.dedup import AgentDedup
 from f09_memory.store.digests import MASK128
 from f09_memory.store.invariants import check_agent
@@ -79,6 +79,8 @@ STAT_REMOVED = _N_LAYERS + 3
 """Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
 STAT_WIDTH = _N_LAYERS + 4
 """Columns of a survey row."""
+
+
 class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
     """Columnar storage of one agent's live records.
 
@@ -146,9 +148,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.digest_lo = np.zeros(0, dtype=np.uint64)
         self.rev = np.zeros(0, dtype=np.int64)
         """Changes whenever the slot's record does (readers cache built objects by it)."""
-        self.fprint: NDArray[np.uint64] | None = None
-        """The dedup digest of each live record's text by slot, allocated with :attr:`dedup`
-        (an engine without a dedup window pays nothing for it)."""
+        self.fprint: NDArray[np.uint64] | None = None  # with the dedup index (AgentDedup)
         self.next_rev = 0
         self.vectors: NDArray[np.float32] | None = None
         """Unit embedding per slot (allocated on the first vector); valid where ``embedded``."""
@@ -219,23 +219,16 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
     # ------------------------------------------------------------------ capacity
     def _grow(self, capacity: int) -> None:
         for name, _ in self._COLUMNS:
-            old: NDArray[Any] = getattr(self, name)
-            new = np.zeros(capacity, dtype=old.dtype)
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
+            setattr(self, name, grown(getattr(self, name), capacity))
         self._arrays = tuple(getattr(self, name) for name in SCALAR_COLUMNS)
         self._views = None  # built again by the next single store (scalar_views)
         content = np.empty(capacity, dtype=object)
         content[: self.capacity] = self.content
         self.content = content
         if self.vectors is not None:
-            grown = np.zeros((capacity, self.vectors.shape[1]), dtype=self.vectors.dtype)
-            grown[: self.vectors.shape[0]] = self.vectors
-            self.vectors = grown
+            self.vectors = grown(self.vectors, capacity)
         if self.fprint is not None:
-            digests = np.zeros(capacity, dtype=np.uint64)
-            digests[: self.fprint.shape[0]] = self.fprint
-            self.fprint = digests
+            self.fprint = grown(self.fprint, capacity)
         self.capacity = capacity
 
     @classmethod
@@ -298,8 +291,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
                   ) -> tuple[Sequence[int], dict[int, list[Removed]]]:
         """Store ``new`` (keys already reserved) and return their slots and evictions.
 
-        ``fingerprints``: each record's :func:`content_fingerprint`, when the caller has
-        them (ingest dedup computed them); else they are computed when the index exists.
+        ``fingerprints``: the records' :func:`content_fingerprint` if the caller has them.
 
         Episodic records enter the ring in order; each one that finds the ring full first
         evicts the oldest live episodic record (possibly an earlier one of the same batch).

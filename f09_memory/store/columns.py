@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.store.records import SCALAR_MAX, NewRecords
 
-__all__ = ["SCALAR_COLUMNS", "AgentColumns"]
+__all__ = ["SCALAR_COLUMNS", "AgentColumns", "grown"]
 
 SCALAR_COLUMNS = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline",
                   "status", "redacted", "tagset", "alive", "rev")
@@ -25,6 +25,13 @@ which numpy converts)."""
 
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
+
+
+def grown(old: NDArray[Any], capacity: int) -> NDArray[Any]:
+    """``old`` copied into a zeroed array of ``capacity`` rows (a column grown)."""
+    new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+    new[: old.shape[0]] = old
+    return new
 
 
 class AgentColumns:

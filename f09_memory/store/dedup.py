@@ -29,6 +29,8 @@ class AgentDedup:
     layer: NDArray[np.int8]
     capacity: int
     fprint: NDArray[np.uint64] | None
+    """Each live record's dedup digest by slot, allocated with :attr:`dedup` (an engine
+    without a dedup window pays nothing for it)."""
     dedup: dict[int, int] | None
 
     def _forget_fingerprint(self, slot: int, key: int) -> None:
