@@ -319,6 +319,73 @@ def test_the_tail_of_unexpected_types_takes_the_general_form() -> None:
     assert hashing._fast_tail(nan.__dict__) is None  # validation never lets one through
 
 
+def _general_record(record: MemoryRecord) -> str:
+    return hashing._encode(hashing._record_form(record.__dict__))
+
+
+@pytest.mark.parametrize("change", [
+    {}, *({field: value} for field, value in RECORD_CHANGES.items() if field != "hash"),
+    {"hash": "0" * 64},
+    {"id": 'npc-"\u00e9:0000000001', "content": 'quote " and \u00e9'},
+    {"metadata": RecordMetadata(tags=("well", 'a "quoted" tag', "caf\u00e9"), flagged=True)},
+    {"metadata": RecordMetadata(tags=())},
+    {"ttl": 0, "tokens_estimate": None, "importance": 0.0},
+    {"importance": 1.0}, {"importance": 0.123456789},
+])
+def test_the_written_record_is_the_encoded_form(change: dict[str, Any]) -> None:
+    """A record written directly (the engine's types, no sparse metadata) is byte for byte
+    the JSON of the general form, one field changed at a time, odd characters included."""
+    record = make_record(1, **{"hash": "f" * 64, **change})
+    assert hashing._fast_record(record.__dict__) == _general_record(record)
+    again = make_record(2, **{"hash": "f" * 64, **change})  # tags' text from the memo
+    assert hashing._fast_record(again.__dict__) == _general_record(again)
+
+
+def test_a_record_of_other_types_or_sparse_metadata_takes_the_general_form() -> None:
+    """Sparse metadata, a missing content hash, a subclass or a numpy scalar (a copy is not
+    validated) are left to the general form; the digest is the same either way."""
+    import numpy as np
+
+    class Tick(int):
+        pass
+
+    base = make_record(1, hash="f" * 64)
+    odd = [base.model_copy(update={"hash": None}),
+           base.model_copy(update={"created_at": Tick(1_000)}),
+           base.model_copy(update={"importance": np.float64(0.5)}),
+           base.model_copy(update={"ttl": True}),
+           base.model_copy(update={"metadata": RecordMetadata.model_construct(
+               tags=["well"], flagged=False, attributes={}, source_event=None,
+               source_ref_ids=(), spatial=None, social=None, procedural=None)}),
+           *(base.model_copy(update={"metadata": RecordMetadata(**{field: value})})
+             for field, value in METADATA_CHANGES.items() if field not in ("tags", "flagged"))]
+    for record in odd:
+        assert hashing._fast_record(record.__dict__) is None
+        assert hashing.record_digest(record) == hashlib.sha256(
+            _general_record(record).encode("ascii")).digest()
+    plain_layer = base.model_copy(update={"layer": "episodic"})  # a str equal to the enum
+    assert hashing._fast_record(plain_layer.__dict__) == _general_record(plain_layer)
+
+
+def test_engine_records_are_written_as_the_encoded_form() -> None:
+    """Every record the village plays hands out (layers, tags, flags, TTLs, compressed
+    copies under pressure) that takes the written form gives the general form's bytes."""
+    from f09_memory.determinism.scenario import Village
+
+    engine = MemoryEngine(MemoryConfig(), seed=3)
+    village = Village(6, 3)
+    written = total = 0
+    for tick in range(100):
+        for bundle in village(engine, tick):
+            for record in bundle.records:
+                total += 1
+                text = hashing._fast_record(record.__dict__)
+                if text is not None:
+                    written += 1
+                    assert text == _general_record(record)
+    assert written > total * 0.8  # the common case is the written one
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_a_bundle_with_a_number_that_is_not_finite_is_refused_with_the_taxonomy(
         bad: float) -> None:
