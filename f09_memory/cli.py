@@ -31,15 +31,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from f09_memory.config.config import MemoryConfig
 from f09_memory.determinism import checker, golden
@@ -51,6 +48,8 @@ from f09_memory.protocols import EmbeddingProvider
 from f09_memory.schema.enums import MemoryLayer
 
 if TYPE_CHECKING:  # the commands that need them import them (a lighter start-up)
+    from rich.console import Console
+
     from f09_memory.distributed.engine import ShardedMemoryEngine
 
 __all__ = ["build_parser", "console", "main", "plain_lines", "version"]
@@ -266,6 +265,8 @@ def plain_lines(summary: dict[str, object]) -> list[str]:
 
 
 def _print_table(console: Console, summary: dict[str, object]) -> None:
+    from rich.table import Table
+
     table = Table(title="f09-memory simulate", show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", overflow="fold")
@@ -316,6 +317,39 @@ def _spared_collector() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _terminal() -> Console:
+    """The console of the human-readable output (rich is imported only for it)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width,
+                                                                 _PIPE_WIDTH))
+
+
+@contextmanager
+def _progress(console: Console | None, total: int, *,
+              disabled: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar of ``total`` ticks on ``console``; yields what advances it.
+
+    No console (machine output) or ``disabled``: no bar, and rich is not imported.
+    """
+    if console is None or disabled:
+        yield lambda _tick: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("ticks", total=total)
+        yield lambda _tick: progress.advance(task)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     config = MemoryConfig.from_env() if args.from_env else MemoryConfig()
     engine: MemoryEngine | ShardedMemoryEngine
@@ -329,21 +363,14 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         engine = MemoryEngine(config, seed=args.seed)
     machine = args.json or args.plain
-    console = Console(stderr=machine)
-    if not machine and not console.is_terminal:
-        console = Console(width=max(console.width, _PIPE_WIDTH))
+    console = None if machine else _terminal()
     t0 = time.perf_counter()
-    with Progress(
-        TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=args.no_progress or machine, transient=True,
-    ) as progress:
-        task = progress.add_task("ticks", total=args.ticks)
-        with _spared_collector():
-            result = run_village(
-                engine, agents=args.agents, ticks=args.ticks, seed=args.seed,
-                tick_ms=args.tick_ms, budget_ms=args.budget_ms,
-                on_tick=lambda _tick: progress.advance(task),
-            )
+    with _progress(console, args.ticks, disabled=args.no_progress) as advance, \
+            _spared_collector():
+        result = run_village(
+            engine, agents=args.agents, ticks=args.ticks, seed=args.seed,
+            tick_ms=args.tick_ms, budget_ms=args.budget_ms, on_tick=advance,
+        )
     summary = _summary(engine, result, time.perf_counter() - t0)
     if args.shards is not None:
         summary["shards"] = args.shards
@@ -356,6 +383,7 @@ def _simulate(args: argparse.Namespace) -> int:
     elif args.plain:
         print("\n".join(plain_lines(summary)))
     else:
+        assert console is not None
         _print_table(console, summary)
     return 0
 

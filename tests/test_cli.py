@@ -58,6 +58,36 @@ def test_table_output_via_the_console_script_module() -> None:
     assert "state hash" in proc.stdout and "records: episodic" in proc.stdout
 
 
+def test_machine_output_starts_without_rich() -> None:
+    """``--plain`` and ``--json`` print no table and no bar: rich is never imported (a
+    lighter start of the main job); the table output still imports it."""
+    code = ("import sys; from f09_memory.cli import main; "
+            "main(['simulate', '--agents', '2', '--ticks', '3', '{flag}']); "
+            "print('rich' in sys.modules, file=sys.stderr)")
+    for flag, imported in (("--plain", "False"), ("--json", "False"),
+                           ("--no-progress", "True")):
+        proc = subprocess.run([sys.executable, "-c", code.format(flag=flag)],
+                              capture_output=True, text=True, check=True)
+        assert proc.stderr.strip().splitlines()[-1] == imported, flag
+
+
+def test_the_progress_bar_counts_every_tick() -> None:
+    from rich.console import Console
+
+    from f09_memory.cli import _progress
+
+    console = Console(record=True, force_terminal=True, width=100)
+    with _progress(console, 4, disabled=False) as advance:
+        for tick in range(4):
+            advance(tick)
+        console.print("done")
+    assert "4/4" in console.export_text()
+    with _progress(console, 4, disabled=True) as advance:  # --no-progress: nothing shown
+        advance(0)
+    with _progress(None, 4, disabled=False) as advance:  # machine output: no console
+        advance(0)
+
+
 def test_bad_arguments_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--agents", "0"])
