@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from f09_memory.store.agent import AgentMemory
 from f09_memory.store.store import MemoryStore
 
 __all__ = ["AsyncEmbedding", "EmbedJob", "attach_job"]
@@ -60,8 +61,8 @@ class AsyncEmbedding:
         self._embed = embed
         self.latency_ms = latency_ms
         self.jobs: deque[EmbedJob] = deque()
-        self.keys: dict[str, set[int]] = {}
-        """Per agent, the keys of pending jobs (``tick``'s retries leave them alone)."""
+        self._keys: tuple[int, dict[str, set[int]]] = (-1, {})
+        """:meth:`keys_by_agent` and the :attr:`revision` it was gathered at."""
         self.queued_queries: set[str] = set()
         """Query texts of pending query jobs (not submitted twice)."""
         self._executor: Executor | None = None
@@ -97,26 +98,34 @@ class AsyncEmbedding:
         self.jobs.append(job)
         if job.queries:
             self.queued_queries.update(job.texts)
-        for agent_id, key in job.keys:
-            self.keys.setdefault(agent_id, set()).add(key)
 
-    def _forget(self, job: EmbedJob) -> None:
-        if job.queries:
-            self.queued_queries.difference_update(job.texts)
-        for agent_id, key in job.keys:
-            waiting = self.keys.get(agent_id)
-            if waiting is not None:
-                waiting.discard(key)
-                if not waiting:
-                    del self.keys[agent_id]
+    def keys_by_agent(self) -> dict[str, set[int]]:
+        """Per agent, the keys of pending jobs (``tick``'s retries leave them alone).
+
+        Gathered from the jobs when asked (only ticks that retry do) and kept until the
+        queue changes: submitting and attaching keep no per-record bookkeeping.
+        Runtime complexity: O(pending records) after a change, O(1) otherwise.
+        """
+        revision, keys = self._keys
+        if revision != self.revision:
+            keys = {}
+            for job in self.jobs:
+                for agent_id, key in job.keys:
+                    keys.setdefault(agent_id, set()).add(key)
+            self._keys = (self.revision, keys)
+        return keys
 
     def take_due(self, now: int) -> list[EmbedJob]:
         """Remove and return the jobs due at or before ``now``, oldest first."""
+        jobs = self.jobs
+        if not jobs or jobs[0].due > now:
+            return []
         self.revision += 1
         out = []
-        while self.jobs and self.jobs[0].due <= now:
-            job = self.jobs.popleft()
-            self._forget(job)
+        while jobs and jobs[0].due <= now:
+            job = jobs.popleft()
+            if job.queries:
+                self.queued_queries.difference_update(job.texts)
             out.append(job)
         return out
 
@@ -132,7 +141,6 @@ class AsyncEmbedding:
             if job.future is not None:
                 job.future.cancel()
         self.jobs.clear()
-        self.keys.clear()
         self.queued_queries.clear()
 
     def get_state(self) -> list[dict[str, Any]]:
@@ -165,38 +173,46 @@ def attach_job(store: MemoryStore, keys: Sequence[tuple[str, int]], texts: Seque
     """Attach a due job's vectors agent by agent, each agent's in the job's order.
 
     Only to records still stored as sent and not embedded meanwhile; an agent whose record
-    changed its text is added to ``retry`` (a later tick re-embeds it). One store per agent
-    (``AgentMemory.attach_rows``).
+    changed its text is added to ``retry`` (a later tick re-embeds it). One store per run
+    of an agent's rows (``AgentMemory.attach_rows``): a job lists each agent's records
+    together, so the rows are walked once, without grouping them first.
 
     Returns:
         How many vectors were attached, and how many stored agents the job named (what a
         tick is charged: ``tick_costs.embed_apply`` and ``embed_apply_agent``).
     """
-    rows_of: dict[str, list[int]] = {}
-    for i, (agent_id, _) in enumerate(keys):
-        rows_of.setdefault(agent_id, []).append(i)
-    done = agents = 0
+    done = 0
+    named: set[str] = set()
     get = store.get
-    for agent_id, rows in rows_of.items():
-        am = get(agent_id)
+    am: AgentMemory | None = None
+    current: str | None = None
+    slots: list[int] = []
+    rows: list[int] = []
+    seen: set[tuple[str, int]] = set()  # a repeated key keeps its first row
+    for i, pair in enumerate(keys):
+        agent_id = pair[0]
+        if agent_id != current:
+            if slots:
+                assert am is not None
+                am.attach_rows(slots, vectors, rows)
+                done += len(slots)
+                slots, rows = [], []
+            current, am = agent_id, get(agent_id)
+            if am is not None:
+                named.add(agent_id)
         if am is None:
             continue
-        agents += 1
-        slot_of, embedded, content = am.slot_of, am.embedded, am.content
-        slots: list[int] = []
-        taken: list[int] = []
-        seen: set[int] = set()  # a repeated key keeps its first row
-        for i in rows:
-            slot = slot_of.get(keys[i][1])
-            if slot is None or embedded.item(slot) or slot in seen:
-                continue
-            seen.add(slot)
-            if content[slot] != texts[i]:
-                retry.add(agent_id)
-                continue
-            slots.append(slot)
-            taken.append(i)
-        if slots:
-            am.attach_rows(slots, vectors, taken)
-            done += len(slots)
-    return done, agents
+        slot = am.slot_of.get(pair[1])
+        if slot is None or am.embedded.item(slot) or pair in seen:
+            continue
+        seen.add(pair)
+        if am.content[slot] != texts[i]:
+            retry.add(agent_id)
+            continue
+        slots.append(slot)
+        rows.append(i)
+    if slots:
+        assert am is not None
+        am.attach_rows(slots, vectors, rows)
+        done += len(slots)
+    return done, len(named)

@@ -369,10 +369,11 @@ class SemanticMemory:
         room = self.config.embedding_batch_size - pending.waiting
         keys: list[tuple[str, int]] = []
         texts: list[str] = []
+        by_agent = pending.keys_by_agent()
         for agent_id, am, waiting in self._retry_candidates(store):
             if room <= 0:
                 break
-            queued = pending.keys.get(agent_id)
+            queued = by_agent.get(agent_id)
             if queued:
                 waiting &= ~np.isin(am.key[:am.hi],
                                     np.fromiter(queued, np.int64, len(queued)))
@@ -398,10 +399,11 @@ class SemanticMemory:
             return 0
         pending = self.pending
         total = 0 if pending is None else pending.waiting
+        by_agent = {} if pending is None or not self.retry_agents else pending.keys_by_agent()
         for agent_id in self.retry_agents:
             am = store.get(agent_id)
             if am is not None:
-                queued = 0 if pending is None else len(pending.keys.get(agent_id, ()))
+                queued = len(by_agent.get(agent_id, ()))
                 count = int(np.count_nonzero(am.alive[:am.hi] & ~am.embedded[:am.hi]))
                 total += max(0, count - queued)  # queued ones are counted with their job
         return total

@@ -135,9 +135,17 @@ class AgentVectors:
         column = self.vectors
         if column is None or column.shape[1] != vectors.shape[1]:
             column = self.ensure_vectors(int(vectors.shape[1]))
-        for row, slot in zip(rows, slots, strict=True):
+        embedded, hashed, rev = self.embedded, self.hashed, self.rev
+        for row, slot in zip(rows, slots, strict=True):  # _mark_embedded, row by row
             column[slot] = vectors[row]
-        self._mark_embedded(slots)
+            was = embedded.item(slot)
+            if was or hashed.item(slot):
+                self._unhash(slot)
+            if not was:
+                rev[slot] = self.next_rev
+                self.next_rev += 1
+                embedded[slot] = True
+        self.dirty = True
         if self.index is not None:
             self.index.add(self.key[slots], vectors[rows])
 

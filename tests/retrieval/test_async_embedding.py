@@ -195,3 +195,56 @@ def test_a_wrong_attach_cost_is_refused() -> None:
     with pytest.raises(MemoryEngineError) as info:
         MemoryConfig(tick_costs={"embed_apply_agent": 0})
     assert ErrorCode.MEMORY_CONFIG_INVALID == info.value.code
+
+
+def test_the_pending_keys_by_agent_follow_the_queue() -> None:
+    """What retries leave alone is gathered from the jobs when asked: it follows submits,
+    due jobs taken, a drop and a restored state; a tick with nothing due changes nothing."""
+    from f09_memory.retrieval.async_embedding import AsyncEmbedding
+
+    queue = AsyncEmbedding(HashingEmbedder(16).embed, latency_ms=10)
+    queue.submit([("a", 1), ("b", 1), ("a", 2)], ["x", "y", "z"], now=0)
+    queue.submit([("b", 7)], ["w"], now=5)
+    queue.submit_queries(["a query"], now=5)
+    assert {"a": {1, 2}, "b": {1, 7}} == queue.keys_by_agent()
+    revision = queue.revision
+    assert [] == queue.take_due(9) and revision == queue.revision  # nothing due: unchanged
+    assert 1 == len(queue.take_due(10))
+    assert {"b": {7}} == queue.keys_by_agent()
+    assert {"a query"} == queue.queued_queries
+    saved = queue.get_state()
+    assert [] != queue.take_due(15) and {} == queue.keys_by_agent()
+    assert set() == queue.queued_queries
+    queue.set_state(saved)
+    assert {"b": {7}} == queue.keys_by_agent() and {"a query"} == queue.queued_queries
+    queue.drop()
+    assert {} == queue.keys_by_agent() and 0 == queue.waiting
+
+
+def test_a_job_attaches_run_by_run_in_its_order() -> None:
+    """An agent named in two runs of a job, a repeated key (its first row wins), an agent
+    that left and a changed text: the rows land as if grouped by agent first, and the job
+    is charged once per stored agent it names."""
+    from f09_memory.retrieval.async_embedding import attach_job
+
+    engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=None)
+    out = engine.ingest_batch([{"agent_id": a, "content": f"{a} saw the cart {i}"}
+                               for a in ("a", "b") for i in range(3)], now=0)
+    store = engine._state.store
+    key = [int(rid.split(":")[1]) for rid in out.ids]
+    texts = [r.content for agent in ("a", "b") for r in engine.records(agent)]
+    vectors = np.eye(16, dtype=np.float32)[:9]
+    job = [("a", key[0]), ("b", key[3]), ("a", key[1]), ("a", key[1]), ("gone", 1),
+           ("b", key[4]), ("a", key[2])]
+    rows = [texts[0], texts[3], texts[1], "another text", "x", "changed text", texts[2]]
+    retry: set[str] = set()
+    assert (4, 2) == attach_job(store, job, rows, vectors[:7], retry)
+    assert {"b"} == retry  # b's second record changed its text: a later tick re-embeds it
+    a, b = store.get("a"), store.get("b")
+    assert a is not None and b is not None and a.vectors is not None
+    for k, row in ((key[0], 0), (key[1], 2), (key[2], 6)):
+        assert np.array_equal(a.vectors[a.slot_of[k]], vectors[row])
+    assert b.embedded[b.slot_of[key[3]]] and not b.embedded[b.slot_of[key[4]]]
+    assert (0, 2) == attach_job(store, job, rows, vectors[:7], retry)  # all attached before
+    a._check()
+    b._check()
