@@ -135,17 +135,9 @@ class AgentVectors:
         column = self.vectors
         if column is None or column.shape[1] != vectors.shape[1]:
             column = self.ensure_vectors(int(vectors.shape[1]))
-        embedded, hashed, rev = self.embedded, self.hashed, self.rev
-        for row, slot in zip(rows, slots, strict=True):  # _mark_embedded, row by row
+        for row, slot in zip(rows, slots, strict=True):
             column[slot] = vectors[row]
-            was = embedded.item(slot)
-            if was or hashed.item(slot):
-                self._unhash(slot)
-            if not was:
-                rev[slot] = self.next_rev
-                self.next_rev += 1
-                embedded[slot] = True
-        self.dirty = True
+        self._mark_embedded(slots)
         if self.index is not None:
             self.index.add(self.key[slots], vectors[rows])
 
