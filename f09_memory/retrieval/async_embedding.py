@@ -103,7 +103,8 @@ class AsyncEmbedding:
         """Per agent, the keys of pending jobs (``tick``'s retries leave them alone).
 
         Gathered from the jobs when asked (only ticks that retry do) and kept until the
-        queue changes: submitting and attaching keep no per-record bookkeeping.
+        queue changes: submitting and attaching keep no per-record bookkeeping. The mapping
+        is shared with later calls: read it, do not change it.
         Runtime complexity: O(pending records) after a change, O(1) otherwise.
         """
         revision, keys = self._keys
