@@ -4,6 +4,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from f09_memory import (
     MemoryConfig,
@@ -339,6 +341,30 @@ def test_the_written_record_is_the_encoded_form(change: dict[str, Any]) -> None:
     assert hashing._fast_record(record.__dict__) == _general_record(record)
     again = make_record(2, **{"hash": "f" * 64, **change})  # tags' text from the memo
     assert hashing._fast_record(again.__dict__) == _general_record(again)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rid=st.text(min_size=1, max_size=30), content=st.text(min_size=1, max_size=60),
+    layer=st.sampled_from(list(MemoryLayer)),
+    ref=st.none() | st.text(max_size=20), digest=st.text(min_size=1, max_size=70),
+    created=st.integers(0, 2**62), anchor=st.integers(0, 2**62),
+    ttl=st.none() | st.integers(1, 2**62), tokens=st.none() | st.integers(0, 10**6),
+    importance=st.floats(0.0, 1.0), redacted=st.booleans(), flagged=st.booleans(),
+    tags=st.lists(st.text(min_size=1, max_size=12), max_size=4, unique=True),
+)
+def test_any_record_is_written_as_the_encoded_form(
+        rid: str, content: str, layer: MemoryLayer, ref: str | None, digest: str,
+        created: int, anchor: int, ttl: int | None, tokens: int | None, importance: float,
+        redacted: bool, flagged: bool, tags: list[str]) -> None:
+    """Whatever the ids, texts (any Unicode, quotes, control characters), times and
+    importance, the written form is the general form's text, and so its digest."""
+    record = MemoryRecord.model_construct(
+        id=rid, layer=layer, agent_id="a", created_at=created, importance=importance,
+        recency_anchor=anchor, ttl=ttl, embedding_ref=ref, tokens_estimate=tokens,
+        content=content, metadata=RecordMetadata(tags=tuple(tags), flagged=flagged),
+        redacted=redacted, hash=digest)
+    assert hashing._fast_record(record.__dict__) == _general_record(record)
 
 
 def test_a_record_of_other_types_or_sparse_metadata_takes_the_general_form() -> None:
