@@ -380,6 +380,10 @@ def test_a_record_of_other_types_or_sparse_metadata_takes_the_general_form() -> 
            base.model_copy(update={"created_at": Tick(1_000)}),
            base.model_copy(update={"importance": np.float64(0.5)}),
            base.model_copy(update={"ttl": True}),
+           base.model_copy(update={"layer": ["episodic"]}),
+           base.model_copy(update={"metadata": RecordMetadata.model_construct(
+               tags=(["well"],), flagged=False, attributes={}, source_event=None,
+               source_ref_ids=(), spatial=None, social=None, procedural=None)}),
            base.model_copy(update={"metadata": RecordMetadata.model_construct(
                tags=["well"], flagged=False, attributes={}, source_event=None,
                source_ref_ids=(), spatial=None, social=None, procedural=None)}),
