@@ -14,11 +14,9 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.store.records import content_fingerprint
+from f09_memory.store.records import FINGERPRINT_DIGEST, content_fingerprint, fingerprint
 
 __all__ = ["AgentDedup"]
-
-_MASK64 = (1 << 64) - 1
 
 
 class AgentDedup:
@@ -36,7 +34,7 @@ class AgentDedup:
     def _forget_fingerprint(self, slot: int, key: int) -> None:
         """Drop the live record ``key`` in ``slot`` from the index (if it is its entry)."""
         assert self.dedup is not None and self.fprint is not None
-        fp = (self.layer.item(slot) << 64) | self.fprint.item(slot)
+        fp = fingerprint(self.layer.item(slot), self.fprint.item(slot))
         if self.dedup.get(fp) == key:
             del self.dedup[fp]
 
@@ -47,7 +45,7 @@ class AgentDedup:
         assert index is not None and column is not None
         for slot, key, fp in zip(slots, keys, fps, strict=True):
             index[fp] = key
-            column[slot] = fp & _MASK64
+            column[slot] = fp & FINGERPRINT_DIGEST
 
     def dedup_index(self) -> dict[int, int]:
         """The dedup index, built from the live records on first use (newest key wins)."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.records import content_fingerprint
+from f09_memory.store.records import content_fingerprint, fingerprint
 
 if TYPE_CHECKING:
     from f09_memory.store.agent import AgentMemory
@@ -72,5 +72,7 @@ def check_agent(am: AgentMemory) -> None:
         assert am.fprint is not None and am.fprint.shape[0] == am.capacity
         for slot in am.slot_of.values():  # a removal reads the digest of any live record
             text = am.content[slot]
-            assert (int(am.layer[slot]) << 64) | int(am.fprint[slot]) == content_fingerprint(
-                int(am.layer[slot]), text), "fprint drifted"
+            assert text is not None
+            layer = am.layer.item(slot)
+            assert fingerprint(layer, am.fprint.item(slot)) == content_fingerprint(
+                layer, text), "fprint drifted"

@@ -22,12 +22,14 @@ __all__ = [
     "CLAIM_STATUSES",
     "SCALAR_MAX",
     "EMPTY_EXTRA",
+    "FINGERPRINT_DIGEST",
     "NO_DEADLINE",
     "STATUS_CODE",
     "NewRecords",
     "RecordExtra",
     "Removed",
     "content_fingerprint",
+    "fingerprint",
     "normalized_content",
     "record_id",
 ]
@@ -49,12 +51,25 @@ _SPACES = re.compile(r"\s+")
 
 
 def content_fingerprint(layer: int, text: str) -> int:
-    """``layer << 64 | 64-bit digest`` of the normalized text (casefolded, spaces collapsed).
+    """:func:`fingerprint` of the layer and the normalized text's 64-bit digest.
 
-    The ingest dedup index is keyed by it; a hit is confirmed by comparing the texts. An
-    int, not a pair: the index then holds no object the garbage collector tracks.
+    The text is casefolded and its spaces collapsed. The ingest dedup index is keyed by
+    it; a hit is confirmed by comparing the texts.
     """
-    return (layer << 64) | text_digest64(normalized_content(text))
+    return fingerprint(layer, text_digest64(normalized_content(text)))
+
+
+def fingerprint(layer: int, digest: int) -> int:
+    """``layer << 64 | digest``: a dedup key from a layer code and a text's 64-bit digest.
+
+    An int, not a pair: the index then holds no object the garbage collector tracks. The
+    digest part is ``key & FINGERPRINT_DIGEST`` (what a per-slot column keeps).
+    """
+    return (layer << 64) | digest
+
+
+FINGERPRINT_DIGEST = (1 << 64) - 1
+"""Mask of a :func:`fingerprint`'s digest part."""
 
 
 def normalized_content(text: str) -> str:
