@@ -1,3 +1,4 @@
+import importlib.machinery
 import shutil
 import sys
 import types
@@ -214,6 +215,7 @@ def test_queries_run_on_one_torch_thread_and_the_setting_is_restored(monkeypatch
     _fake_library(monkeypatch)
     settings = []
     torch = types.ModuleType("torch")
+    torch.__spec__ = importlib.machinery.ModuleSpec("torch", None)  # find_spec() reads it
     torch.get_num_threads = lambda: 2
     torch.set_num_threads = settings.append
     monkeypatch.setitem(sys.modules, "torch", torch)
