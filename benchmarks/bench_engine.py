@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from bench_retrieval import WORDS
@@ -31,16 +32,22 @@ AGENTS = 200 if SHORT else 1_000
 PER_AGENT = 500
 
 
-def crowd(agents: int, per_agent: int, embedder: bool) -> MemoryEngine:
+def crowd(agents: int, per_agent: int, embedder: bool, partners: int = 0) -> MemoryEngine:
+    """``agents`` x ``per_agent`` records; with ``partners``, each record's metadata names
+    one of that many others (``{"with": ...}``, as a trade or a meeting would)."""
     rng = np.random.default_rng(0)
     pool = [" ".join(rng.choice(WORDS, 8)) for _ in range(4_000)]
     engine = (MemoryEngine(MemoryConfig(episodic_max=per_agent), seed=0) if embedder
               else MemoryEngine(MemoryConfig(episodic_max=per_agent), seed=0, embedder=None))
     for start in range(0, per_agent, 50):
-        engine.ingest_batch([{"agent_id": f"npc-{a:04d}", "content": pool[(a * 7 + i) % 4_000],
-                              "importance": round(float(rng.random()), 3)}
-                             for a in range(agents) for i in range(start, start + 50)],
-                            now=start)
+        items: list[dict[str, Any]] = [
+            {"agent_id": f"npc-{a:04d}", "content": pool[(a * 7 + i) % 4_000],
+             "importance": round(float(rng.random()), 3)}
+            for a in range(agents) for i in range(start, start + 50)]
+        if partners:
+            for i, item in enumerate(items):
+                item["metadata"] = {"attributes": {"with": f"npc-{i % partners:04d}"}}
+        engine.ingest_batch(items, now=start)
     return engine
 
 
@@ -147,6 +154,34 @@ def test_bytes_per_record_without_vectors(benchmark) -> None:
         rounds=1, iterations=1)
     record(f"RSS per record, {agents * per_agent // 1000}k records, no vectors", per_record,
            "B", spec=1_000.0, goal=400.0)
+
+
+def test_bytes_per_record_with_repeated_attributes(benchmark) -> None:
+    """Records whose metadata names a partner (one of 50): equal extras are one object.
+
+    Reported as RSS growth, which includes the high-water mark of the frames' validation
+    garbage (each item's metadata is validated on its own), and as the bytes the
+    interpreter's allocator holds live after the build (tracemalloc, a separate run).
+    """
+    benchmark.group = "engine"
+    agents, per_agent = (100, 500) if SHORT else (200, 1_000)
+    n = agents * per_agent
+    script = (
+        "import gc,sys,tracemalloc;sys.path.insert(0,'benchmarks');import bench_engine as b\n"
+        "def rss(): return int(open('/proc/self/statm').read().split()[1])*4096\n"
+        f"gc.collect();r0=rss();e=b.crowd({agents},{per_agent},False,50);gc.collect()\n"
+        f"print((rss()-r0)/{n});del e;gc.collect();tracemalloc.start()\n"
+        f"e=b.crowd({agents},{per_agent},False,50);gc.collect()\n"
+        f"print(tracemalloc.get_traced_memory()[0]/{n})"
+    )
+    per_record, live = benchmark.pedantic(
+        lambda: [float(x) for x in subprocess.run(
+            [sys.executable, "-c", script], check=True, capture_output=True, text=True,
+            cwd=Path(__file__).parent.parent).stdout.split()],
+        rounds=1, iterations=1)
+    name = f"{n // 1000}k records with a partner attribute"
+    record(f"RSS per record, {name}", per_record, "B", spec=1_000.0, goal=None)
+    record(f"live bytes per record (tracemalloc), {name}", live, "B", spec=None, goal=400.0)
 
 
 def test_gc_pause_with_live_records(benchmark) -> None:

@@ -22,7 +22,13 @@ from f09_memory.protocols import TokenCounter
 from f09_memory.redaction.redactor import Redactor
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
-from f09_memory.store.records import NO_DEADLINE, STATUS_CODE, NewRecords, RecordExtra
+from f09_memory.store.records import (
+    NO_DEADLINE,
+    STATUS_CODE,
+    NewRecords,
+    RecordExtra,
+    shared_extra,
+)
 from f09_memory.store.tags import TagTable
 
 __all__ = ["Ingestor"]
@@ -261,8 +267,8 @@ class Ingestor:
         """
         redactor = self.redactor
         if not redactor.enabled:
-            return RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
-                               meta.procedural, dict(meta.attributes)), ()
+            return shared_extra(RecordExtra(meta.source_ref_ids, meta.spatial, meta.social,
+                                            meta.procedural, dict(meta.attributes))), ()
         redact = redactor.redact
         hits: tuple[str, ...] = ()
         clean = self._clean_keys
@@ -302,7 +308,7 @@ class Ingestor:
             if h:
                 hits += h
                 spatial = spatial.model_copy(update={"region": region})
-        return RecordExtra(refs, spatial, social, procedural, attrs), hits
+        return shared_extra(RecordExtra(refs, spatial, social, procedural, attrs)), hits
 
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         counter = self.counter

@@ -21,6 +21,7 @@ from f09_memory.schema.records import AttributeValue, ProceduralMeta, SocialMeta
 __all__ = [
     "CLAIM_STATUSES",
     "SCALAR_MAX",
+    "SHARED_EXTRAS_MAX",
     "EMPTY_EXTRA",
     "FINGERPRINT_DIGEST",
     "NO_DEADLINE",
@@ -32,6 +33,7 @@ __all__ = [
     "fingerprint",
     "normalized_content",
     "record_id",
+    "shared_extra",
 ]
 
 NO_DEADLINE = np.iinfo(np.int64).max
@@ -86,7 +88,11 @@ def record_id(agent_id: str, key: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RecordExtra:
-    """The sparse part of a record's metadata, kept only for records that have some."""
+    """The sparse part of a record's metadata, kept only for records that have some.
+
+    Immutable, and shared between records (:func:`shared_extra`): never change one, nor its
+    ``attributes``, in place; build a new one.
+    """
 
     source_ref_ids: tuple[str, ...] = ()
     spatial: SpatialMeta | None = None
@@ -121,9 +127,40 @@ class RecordExtra:
         attrs = data.get("attributes") or {}
         if not isinstance(attrs, Mapping):
             raise ValueError("attributes must be a mapping")
-        return cls(tuple(str(s) for s in data.get("sourceRefIds") or ()),
-                   meta(SpatialMeta, "spatial"), meta(SocialMeta, "social"),
-                   meta(ProceduralMeta, "procedural"), dict(attrs))
+        return shared_extra(cls(tuple(str(s) for s in data.get("sourceRefIds") or ()),
+                                meta(SpatialMeta, "spatial"), meta(SocialMeta, "social"),
+                                meta(ProceduralMeta, "procedural"), dict(attrs)))
+
+
+SHARED_EXTRAS_MAX = 4_096
+"""Most extras :func:`shared_extra` remembers; then it starts over (sharing is only a saving)."""
+_shared: dict[tuple[Any, ...], RecordExtra] = {}
+
+
+def shared_extra(extra: RecordExtra) -> RecordExtra:
+    """``extra``, or an equal one already handed out (records with equal extras share one).
+
+    A simulation's records often carry the same few attributes (``{"with": "agent-7"}`` on
+    every trade with agent 7): one object for them all saves some 250 bytes per record and
+    an object the garbage collector visits. Only extras of source ids and attributes are
+    shared, equal by value and type (``1``, ``1.0`` and ``True`` stay apart, as do ``0.0``
+    and ``-0.0``); the remembered ones are bounded by :data:`SHARED_EXTRAS_MAX`, so sharing
+    never grows memory. Which object a record holds is never observable in its values,
+    hashes or snapshots.
+
+    Runtime complexity: O(attributes).
+    """
+    if extra.spatial is not None or extra.social is not None or extra.procedural is not None:
+        return extra
+    key = (extra.source_ref_ids, *[
+        (k, v.hex()) if type(v) is float else (k, type(v), v)
+        for k, v in extra.attributes.items()])
+    found = _shared.get(key)
+    if found is None:
+        if len(_shared) >= SHARED_EXTRAS_MAX:
+            _shared.clear()
+        found = _shared[key] = extra
+    return found
 
 
 EMPTY_EXTRA = RecordExtra()

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import hashlib
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -357,3 +359,100 @@ def test_a_record_changed_in_place_is_rebuilt_with_its_content_hash_kept() -> No
         assert record.hash == hashlib.sha256(record.content.encode()).hexdigest()
     engine._reader.clear()
     assert engine.records("a") == after
+
+
+def _extra_of(engine: MemoryEngine, record_id: str) -> object:
+    agent_id, key = split_record_id(record_id)
+    am = engine._state.store.get(agent_id)
+    assert am is not None
+    return am.extras[key]
+
+
+def test_records_with_equal_extras_share_one_object_across_agents_calls_and_paths() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    meta = {"attributes": {"with": "agent-7", "rank": 2}, "source_ref_ids": ["e:1"]}
+    one = engine.ingest("a", "traded salt", layer="social", metadata=meta, now=1)
+    many = engine.ingest_many("b", [{"content": "traded flint", "layer": "social",
+                                     "metadata": meta}], now=2)
+    batch = engine.ingest_batch([{"agent_id": "c", "content": "traded wood", "layer": "social",
+                                  "metadata": {"attributes": {"with": "agent-7", "rank": 2},
+                                               "source_ref_ids": ["e:1"]}}], now=3)
+    extras = [_extra_of(engine, r.id) for r in (one, *many, *batch)]
+    assert extras[0] is extras[1] is extras[2]
+    other = engine.ingest("a", "traded fish", layer="social",
+                          metadata={"attributes": {"with": "agent-8", "rank": 2}}, now=4)
+    assert _extra_of(engine, other.id) is not extras[0]
+    for r in engine.records("a", "social") + engine.records("c", "social"):
+        assert r.metadata.attributes["rank"] == 2
+    assert {"agent-7", "agent-8"} == {r.metadata.attributes["with"]
+                                      for r in engine.records("a", "social")}
+    engine._check()
+
+
+def test_shared_extras_keep_each_value_and_its_type() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    values: list[object] = [1, 1.0, True, 0.0, -0.0, "1"]
+    records = [engine.ingest("a", f"note {i}", layer="semantic",
+                             metadata={"attributes": {"v": v}}, now=i)
+               for i, v in enumerate(values)]
+    assert len({id(_extra_of(engine, r.id)) for r in records}) == len(values)
+    for r, v in zip(engine.records("a", "semantic"), values, strict=True):
+        got = r.metadata.attributes["v"]
+        assert type(got) is type(v) and got == v
+        if isinstance(v, float):
+            assert math.copysign(1.0, got) == math.copysign(1.0, v)
+
+
+def test_an_extra_is_shared_as_stored_redacted_or_not() -> None:
+    """The shared object is the stored (redacted) extra: an engine with redaction off never
+    gets another engine's placeholder, nor the other way round."""
+    meta = {"attributes": {"contact": "bob@example.com"}}
+    on = MemoryEngine(MemoryConfig(redaction_mode=True), embedder=None)
+    off = MemoryEngine(MemoryConfig(redaction_mode=False), embedder=None)
+    hidden = on.ingest("a", "wrote a letter", metadata=meta, now=1)
+    clear = off.ingest("a", "wrote a letter", metadata=meta, now=1)
+    assert "bob@example.com" not in str(hidden.metadata.attributes["contact"])
+    assert clear.metadata.attributes["contact"] == "bob@example.com"
+    again = on.ingest("b", "wrote another letter", metadata=meta, now=2)
+    assert _extra_of(on, again.id) is _extra_of(on, hidden.id)
+    assert _extra_of(off, clear.id) is not _extra_of(on, hidden.id)
+
+
+def test_extras_with_nested_metadata_are_not_shared_and_stay_intact() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    meta = {"social": {"other_agent_id": "bob", "sentiment": 0.5},
+            "attributes": {"with": "bob"}}
+    first = engine.ingest("a", "met bob", layer="social", metadata=meta, now=1)
+    second = engine.ingest("a", "met bob again", layer="social", metadata=meta, now=2)
+    assert _extra_of(engine, first.id) is not _extra_of(engine, second.id)
+    assert second.metadata.social is not None
+    assert second.metadata.social.other_agent_id == "bob"
+
+
+def test_a_snapshot_loads_with_shared_extras_and_the_same_hash(tmp_path: Path) -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    for i in range(20):
+        engine.ingest(f"a{i % 4}", f"trade {i}", layer="social",
+                      metadata={"attributes": {"with": f"agent-{i % 2}"}}, now=i)
+    loaded = MemoryEngine.load(engine.save(tmp_path / "s.f09"), embedder=None)
+    assert loaded.state_hash() == engine.state_hash()
+    by_value: dict[str, set[int]] = {}
+    for r in [r for i in range(4) for r in loaded.records(f"a{i}", "social")]:
+        by_value.setdefault(r.metadata.attributes["with"], set()).add(
+            id(_extra_of(loaded, r.id)))
+    assert {1} == {len(ids) for ids in by_value.values()}
+    loaded._check()
+
+
+def test_shared_extras_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from f09_memory.store import records
+
+    monkeypatch.setattr(records, "SHARED_EXTRAS_MAX", 8)
+    monkeypatch.setattr(records, "_shared", {})
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    for i in range(50):
+        engine.ingest("a", f"trade {i}", layer="social",
+                      metadata={"attributes": {"with": f"agent-{i}"}}, now=i)
+        assert len(records._shared) <= 8
+    assert [f"agent-{i}" for i in range(50)] == [
+        r.metadata.attributes["with"] for r in engine.records("a", "social")]
