@@ -155,7 +155,10 @@ def shared_extra(extra: RecordExtra) -> RecordExtra:
     key = (extra.source_ref_ids, *[
         (k, v.hex()) if type(v) is float else (k, type(v), v)
         for k, v in extra.attributes.items()])
-    found = _shared.get(key)
+    try:
+        found = _shared.get(key)
+    except TypeError:  # no attribute value (a payload not validated yet): the caller checks
+        return extra
     if found is None:
         if len(_shared) >= SHARED_EXTRAS_MAX:
             _shared.clear()

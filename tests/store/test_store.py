@@ -456,3 +456,13 @@ def test_shared_extras_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert len(records._shared) <= 8
     assert [f"agent-{i}" for i in range(50)] == [
         r.metadata.attributes["with"] for r in engine.records("a", "social")]
+
+
+def test_an_extra_with_an_unhashable_value_is_kept_unshared() -> None:
+    """A value that is no attribute value (a payload not validated yet) is left to the
+    caller's checks: the sharing table neither raises on it nor shares it."""
+    from f09_memory.store.records import RecordExtra
+
+    extra = RecordExtra.from_canonical({"attributes": {"v": [1, 2]}})
+    assert extra.attributes == {"v": [1, 2]}
+    assert RecordExtra.from_canonical({"attributes": {"v": [1, 2]}}) is not extra
