@@ -23,7 +23,7 @@ from f09_memory.schema.base import trusted, trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.schema.records import MemoryRecord, RecordMetadata
 from f09_memory.store.agent import AgentMemory
-from f09_memory.store.records import NO_DEADLINE
+from f09_memory.store.records import NO_DEADLINE, RecordExtra
 from f09_memory.store.store import MemoryStore, split_record_id
 
 __all__ = ["IngestedRecords", "RecordReader"]
@@ -56,6 +56,20 @@ def _record(agent_id: str, key: int, layer: MemoryLayer, created: int, importanc
     })
 
 
+def _full_metadata(tags: tuple[str, ...], flagged: bool, source: str | None,
+                   extra: RecordExtra | None) -> RecordMetadata:
+    return trusted(RecordMetadata, {
+        "tags": tags,
+        "source_event": source,
+        "source_ref_ids": extra.source_ref_ids if extra is not None else (),
+        "spatial": extra.spatial if extra is not None else None,
+        "social": extra.social if extra is not None else None,
+        "procedural": extra.procedural if extra is not None else None,
+        "flagged": flagged,
+        "attributes": dict(extra.attributes) if extra is not None else {},
+    })
+
+
 class RecordReader:
     """Builds records from an engine's columns (with a bounded object cache).
 
@@ -76,6 +90,10 @@ class RecordReader:
         collector visits, and no pair per record is kept."""
         self._cached = 0
         self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
+        self._extra_metas: dict[tuple[tuple[str, ...], bool, int],
+                                tuple[RecordExtra, RecordMetadata]] = {}
+        """Metadata of records with an extra and no source event, by tags, flag and the
+        extra's identity (the extra is kept alongside, so its identity is not reused)."""
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
         """Per agent, its ``next_rev``, the slots of its last ``build_many`` and their records."""
         self._digests: dict[str, tuple[NDArray[np.int64], NDArray[np.uint8]]] = {}
@@ -116,6 +134,7 @@ class RecordReader:
         """Drop every cached object and digest (the embedder changed, the store was replaced)."""
         self._drop_objects()
         self._digests.clear()
+        self._extra_metas.clear()
 
     def _drop_objects(self) -> None:
         self._cache.clear()
@@ -162,6 +181,23 @@ class RecordReader:
                 "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
         return found
 
+    def _extra_metadata(self, tags: tuple[str, ...], flagged: bool,
+                        extra: RecordExtra) -> RecordMetadata:
+        """The metadata of a record with ``extra`` and no source event.
+
+        Records that share an extra (``store.records.shared_extra``) share it too (models
+        are frozen).
+        """
+        key = (tags, flagged, id(extra))
+        found = self._extra_metas.get(key)
+        if found is not None:
+            return found[1]
+        meta = _full_metadata(tags, flagged, None, extra)
+        if len(self._extra_metas) >= _METAS_MAX:
+            self._extra_metas.clear()
+        self._extra_metas[key] = (extra, meta)
+        return meta
+
     def _make(self, am: AgentMemory, slot: int, key: int, version: str | None,
               before: MemoryRecord | None = None) -> MemoryRecord:
         """The record in ``slot``; ``before``: the slot's previous object (stale), if any.
@@ -173,19 +209,12 @@ class RecordReader:
         flagged = am.flagged.item(slot)
         source = am.source_event.get(key)
         extra = am.extras.get(key)
-        if extra is None and source is None:
+        if source is not None:
+            meta = _full_metadata(tags, flagged, source, extra)
+        elif extra is None:
             meta = self._metadata(tags, flagged)
         else:
-            meta = trusted(RecordMetadata, {
-                "tags": tags,
-                "source_event": source,
-                "source_ref_ids": extra.source_ref_ids if extra is not None else (),
-                "spatial": extra.spatial if extra is not None else None,
-                "social": extra.social if extra is not None else None,
-                "procedural": extra.procedural if extra is not None else None,
-                "flagged": flagged,
-                "attributes": dict(extra.attributes) if extra is not None else {},
-            })
+            meta = self._extra_metadata(tags, flagged, extra)
         content = am.content[slot]
         assert content is not None
         created = am.created.item(slot)

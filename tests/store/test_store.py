@@ -466,3 +466,23 @@ def test_an_extra_with_an_unhashable_value_is_kept_unshared() -> None:
     extra = RecordExtra.from_canonical({"attributes": {"v": [1, 2]}})
     assert extra.attributes == {"v": [1, 2]}
     assert RecordExtra.from_canonical({"attributes": {"v": [1, 2]}}) is not extra
+
+
+def test_records_sharing_an_extra_share_their_metadata_object_when_tags_and_flag_agree() -> None:
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    meta = {"attributes": {"with": "agent-7"}}
+    a = engine.ingest("a", "traded salt", layer="social", tags=["trade"], metadata=meta, now=1)
+    b = engine.ingest("b", "traded flint", layer="social", tags=["trade"], metadata=meta, now=2)
+    c = engine.ingest("a", "traded wood", layer="social", tags=["gift"], metadata=meta, now=3)
+    d = engine.ingest("a", "traded fish", layer="social", tags=["trade"], flagged=True,
+                      metadata=meta, now=4)
+    e = engine.ingest("a", "traded hides", layer="social", tags=["trade"], metadata=meta,
+                      source_event="market", now=5)
+    assert a.metadata is b.metadata
+    assert len({id(r.metadata) for r in (a, c, d, e)}) == 4
+    assert (c.metadata.tags, d.metadata.flagged, e.metadata.source_event) == (
+        ("gift",), True, "market")
+    for r in (a, b, c, d, e):
+        assert r.metadata.attributes == {"with": "agent-7"}
+    assert a.metadata == MemoryEngine(MemoryConfig(), embedder=None).ingest(
+        "z", "traded salt", layer="social", tags=["trade"], metadata=meta, now=1).metadata
