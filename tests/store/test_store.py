@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from f09_memory import MemoryConfig, MemoryEngine
@@ -486,3 +486,36 @@ def test_records_sharing_an_extra_share_their_metadata_object_when_tags_and_flag
         assert r.metadata.attributes == {"with": "agent-7"}
     assert a.metadata == MemoryEngine(MemoryConfig(), embedder=None).ingest(
         "z", "traded salt", layer="social", tags=["trade"], metadata=meta, now=1).metadata
+
+
+_ATTRIBUTE_VALUES = st.one_of(
+    st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 2.5, -1.0]),
+    st.sampled_from(["0", "1", "1.0", "True", "x"]))
+
+
+@settings(max_examples=100, deadline=None)
+@example([{"a": 0.0}, {"a": -0.0}, {"a": 1}, {"a": True}, {"a": 1.0}, {"a": "1"}, {"a": 1},
+          {"b": 1, "a": 1}, {"a": 1, "b": 1}])
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "b"]), _ATTRIBUTE_VALUES, min_size=1,
+                                max_size=2), min_size=2, max_size=16))
+def test_shared_extras_give_back_every_attribute_as_ingested(
+        attributes: list[dict[str, object]]) -> None:
+    """Whatever mix of equal-looking values (1, 1.0, True, '1', 0.0, -0.0) a run ingests,
+    each record keeps its own values, types and key order, and equal ones share."""
+    from f09_memory.store import records
+
+    records._shared.clear()  # room for this run's extras: the table never starts over in it
+    engine = MemoryEngine(MemoryConfig(), embedder=None)
+    ids = [engine.ingest("a", f"note {i}", layer="semantic", metadata={"attributes": a},
+                         now=i).id for i, a in enumerate(attributes)]
+    got = [r.metadata.attributes for r in engine.records("a", "semantic")]
+    assert len(got) == len(attributes)
+
+    def typed(d: dict[str, object]) -> list[tuple[str, type, str]]:
+        return [(k, type(v), repr(v)) for k, v in d.items()]
+
+    assert [typed(a) for a in attributes] == [typed(dict(g)) for g in got]
+    extras = [_extra_of(engine, i) for i in ids]
+    for i, a in enumerate(attributes):
+        for j, b in enumerate(attributes):
+            assert (extras[i] is extras[j]) == (typed(a) == typed(b))
