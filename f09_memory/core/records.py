@@ -89,11 +89,11 @@ class RecordReader:
         matches. Two maps, not one of pairs: the revs' map holds no object the garbage
         collector visits, and no pair per record is kept."""
         self._cached = 0
-        self._metas: dict[tuple[tuple[str, ...], bool], RecordMetadata] = {}
-        self._extra_metas: dict[tuple[tuple[str, ...], bool, int],
-                                tuple[RecordExtra, RecordMetadata]] = {}
-        """Metadata of records with an extra and no source event, by tags, flag and the
-        extra's identity (the extra is kept alongside, so its identity is not reused)."""
+        self._metas: dict[tuple[tuple[str, ...], bool, int],
+                          tuple[RecordExtra | None, RecordMetadata]] = {}
+        """Metadata of records without a source event, by tags, flag and the identity of
+        the extra (``None`` for none), each kept beside its extra so that identity is not
+        reused."""
         self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
         """Per agent, its ``next_rev``, the slots of its last ``build_many`` and their records."""
         self._digests: dict[str, tuple[NDArray[np.int64], NDArray[np.uint8]]] = {}
@@ -134,7 +134,7 @@ class RecordReader:
         """Drop every cached object and digest (the embedder changed, the store was replaced)."""
         self._drop_objects()
         self._digests.clear()
-        self._extra_metas.clear()
+        self._metas.clear()
 
     def _drop_objects(self) -> None:
         self._cache.clear()
@@ -168,35 +168,22 @@ class RecordReader:
         records[slot] = record
         return record
 
-    def _metadata(self, tags: tuple[str, ...], flagged: bool) -> RecordMetadata:
-        """The metadata of a record without sparse parts (shared: models are frozen)."""
-        if not tags and not flagged:
+    def _metadata(self, tags: tuple[str, ...], flagged: bool,
+                  extra: RecordExtra | None = None) -> RecordMetadata:
+        """The metadata of a record without a source event (shared: models are frozen).
+
+        Records with the same tags, flag and extra share one: an extra is shared by records
+        whose sparse metadata is equal (``store.records.shared_extra``).
+        """
+        if extra is None and not tags and not flagged:
             return _EMPTY_META
-        found = self._metas.get((tags, flagged))
+        key = (tags, flagged, id(extra))
+        found = self._metas.get(key)
         if found is None:
             if len(self._metas) >= _METAS_MAX:
                 self._metas.clear()
-            found = self._metas[(tags, flagged)] = trusted(RecordMetadata, {
-                "tags": tags, "source_event": None, "source_ref_ids": (), "spatial": None,
-                "social": None, "procedural": None, "flagged": flagged, "attributes": {}})
-        return found
-
-    def _extra_metadata(self, tags: tuple[str, ...], flagged: bool,
-                        extra: RecordExtra) -> RecordMetadata:
-        """The metadata of a record with ``extra`` and no source event.
-
-        Records that share an extra (``store.records.shared_extra``) share it too (models
-        are frozen).
-        """
-        key = (tags, flagged, id(extra))
-        found = self._extra_metas.get(key)
-        if found is not None:
-            return found[1]
-        meta = _full_metadata(tags, flagged, None, extra)
-        if len(self._extra_metas) >= _METAS_MAX:
-            self._extra_metas.clear()
-        self._extra_metas[key] = (extra, meta)
-        return meta
+            found = self._metas[key] = (extra, _full_metadata(tags, flagged, None, extra))
+        return found[1]
 
     def _make(self, am: AgentMemory, slot: int, key: int, version: str | None,
               before: MemoryRecord | None = None) -> MemoryRecord:
@@ -209,12 +196,8 @@ class RecordReader:
         flagged = am.flagged.item(slot)
         source = am.source_event.get(key)
         extra = am.extras.get(key)
-        if source is not None:
-            meta = _full_metadata(tags, flagged, source, extra)
-        elif extra is None:
-            meta = self._metadata(tags, flagged)
-        else:
-            meta = self._extra_metadata(tags, flagged, extra)
+        meta = (self._metadata(tags, flagged, extra) if source is None
+                else _full_metadata(tags, flagged, source, extra))
         content = am.content[slot]
         assert content is not None
         created = am.created.item(slot)
