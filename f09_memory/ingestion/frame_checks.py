@@ -1,7 +1,8 @@
 """Frame checks (index 3): an ``ingest_batch`` frame's plain items, checked column by column.
 
 ``plain_frame`` applies :func:`~f09_memory.ingestion.validation.simple_pending`'s checks (and
-the agent id's) to a whole frame with C-level passes over each field; ``PlainFrame.groups``
+the agent id's, and those of metadata holding attributes only) to a whole frame with
+C-level passes over each field; ``PlainFrame.groups``
 keeps each agent's items as columns (``PendingColumns``, a ``Sequence[PendingRecord]`` with
 no object per item); ``simple_batch`` gives the same checks item by item. Pure: nothing here
 reads or writes engine state.
@@ -17,23 +18,35 @@ import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, cast, overload
 
-from f09_memory.ingestion.validation import DEFAULT_LIMITS, ItemLimits, PendingRecord
+from f09_memory.ingestion.validation import (
+    DEFAULT_LIMITS,
+    ItemLimits,
+    PendingRecord,
+    attributes_metadata,
+    clean_attributes,
+)
 from f09_memory.schema.enums import MemoryLayer
+from f09_memory.schema.records import RecordMetadata
+from f09_memory.store.records import attribute_key
 
 __all__ = ["PendingColumns", "PlainFrame", "plain_frame", "simple_batch"]
 
 _EPISODIC = MemoryLayer.EPISODIC
 _new_pending = tuple.__new__  # builds a PendingRecord without its Python-level __new__
 _DEFAULTS: dict[str, tuple[Any, ...]] = {"layer": (_EPISODIC,), "tags": ((),),
-                                         "flagged": (False,)}
+                                         "flagged": (False,), "metadata": (None,)}
 """What a ``PendingColumns`` column held as ``None`` repeats: one item's default."""
-_FRAME_KEYS = frozenset({"agent_id", "content", "importance", "layer", "tags", "flagged"})
+_FRAME_KEYS = frozenset({"agent_id", "content", "importance", "layer", "tags", "flagged",
+                         "metadata"})
+_METADATA_KEY = frozenset({"metadata"})
+_ATTRIBUTES_KEY = frozenset({"attributes"})
 _FRAME_KEYS_EXTRA = frozenset({"layer", "tags", "flagged"})
 _NONE_OR_FLOAT = frozenset({type(None), float})
 _STR = frozenset({str})
 _BOOL = frozenset({bool})
 _DICT = frozenset({dict})
 _TAG_KINDS = frozenset({type(None), list, tuple})
+_ATTRIBUTE_KINDS = frozenset({str, bool, int, float})
 _ABSENT = object()
 _LAYER_KINDS = frozenset({str, MemoryLayer, object})
 _FRAME_LAYER: dict[object, MemoryLayer] = {_ABSENT: _EPISODIC}
@@ -54,6 +67,41 @@ def _frame_layers(values: list[object]) -> list[MemoryLayer] | None:
         return None
     found = list(map(_FRAME_LAYER.get, values))
     return None if None in found else cast(list[MemoryLayer], found)
+
+
+def _frame_metadata(items: list[dict[str, Any]], plain: list[bool], limits: ItemLimits,
+                    ) -> list[RecordMetadata | None]:
+    """Each item's metadata when it holds attributes only (``None``: no metadata).
+
+    The shape ``{"attributes": {str: str | bool | int | float}}`` with ASCII text within
+    ``limits``, finite floats and ints within int64 is what the full validation accepts
+    unchanged (``validation.clean_attributes``). An item with any other metadata is left
+    out (``plain[i]`` set to False) for the full validation, which accepts or rejects it.
+    Equal attributes (by key order, value and type: ``store.records.attribute_key``) share
+    one ``RecordMetadata`` within the frame, checked once: a crowd's observations repeat
+    them.
+    """
+    out: list[RecordMetadata | None] = [None] * len(items)
+    shared: dict[tuple[Any, ...], RecordMetadata] = {}
+    for i, item in enumerate(items):
+        value = item.get("metadata")
+        if value is None or not plain[i]:
+            continue
+        attributes = value.get("attributes") if type(value) is dict else None
+        if type(attributes) is not dict or not _ATTRIBUTES_KEY.issuperset(value) or not (
+                _STR.issuperset(map(type, attributes))) or not _ATTRIBUTE_KINDS.issuperset(
+                map(type, attributes.values())):
+            plain[i] = False
+            continue
+        key = attribute_key(attributes)
+        found = shared.get(key)
+        if found is None:
+            if not clean_attributes(attributes, limits):
+                plain[i] = False
+                continue
+            found = shared[key] = attributes_metadata(attributes)
+        out[i] = found
+    return out
 
 
 def _frame_tags(values: list[Any], limits: ItemLimits) -> list[tuple[str, ...]] | None:
@@ -78,24 +126,28 @@ class PendingColumns(Sequence[PendingRecord]):
     """One agent's plain validated items as columns: no object per item.
 
     A ``Sequence[PendingRecord]``: the item at ``i`` is the ``PendingRecord`` it stands for
-    (no metadata, TTL or source event). The hot path of ``ingest_batch`` keeps a frame's
+    (no TTL or source event; metadata of attributes only). The hot path of ``ingest_batch``
+    keeps a frame's
     items like this, so a large frame leaves the garbage collector a few containers per agent
     to track, not one record per item (each one promoted to the old generation when a
     collection falls inside the frame, making full collections more frequent). A column
-    given as ``None`` holds its default for every item: episodic, no tags, not flagged.
+    given as ``None`` holds its default for every item: episodic, no tags, not flagged, no
+    metadata.
     """
 
-    __slots__ = ("content", "flagged", "importance", "layer", "tags")
+    __slots__ = ("content", "flagged", "importance", "layer", "metadata", "tags")
 
     def __init__(self, content: tuple[str, ...], importance: tuple[float | None, ...],
                  layer: tuple[MemoryLayer, ...] | None = None,
                  tags: tuple[tuple[str, ...], ...] | None = None,
-                 flagged: tuple[bool, ...] | None = None) -> None:
+                 flagged: tuple[bool, ...] | None = None,
+                 metadata: tuple[RecordMetadata | None, ...] | None = None) -> None:
         self.content = content
         self.importance = importance
         self.layer = layer
         self.tags = tags
         self.flagged = flagged
+        self.metadata = metadata
 
     def __len__(self) -> int:
         return len(self.content)
@@ -107,25 +159,27 @@ class PendingColumns(Sequence[PendingRecord]):
     def __getitem__(self, index: slice) -> PendingColumns: ...
 
     def __getitem__(self, index: int | slice) -> PendingRecord | PendingColumns:
-        layer, tags, flagged = self.layer, self.tags, self.flagged
+        layer, tags, flagged, metadata = self.layer, self.tags, self.flagged, self.metadata
         if isinstance(index, slice):
             return PendingColumns(self.content[index], self.importance[index],
                                   None if layer is None else layer[index],
                                   None if tags is None else tags[index],
-                                  None if flagged is None else flagged[index])
+                                  None if flagged is None else flagged[index],
+                                  None if metadata is None else metadata[index])
         content = self.content[index]  # raises IndexError past the end
         pending: PendingRecord = _new_pending(PendingRecord, (
             content, _EPISODIC if layer is None else layer[index], self.importance[index],
-            () if tags is None else tags[index], None, None,
-            False if flagged is None else flagged[index], None))
+            () if tags is None else tags[index], None if metadata is None else metadata[index],
+            None, False if flagged is None else flagged[index], None))
         return pending
 
     def __iter__(self) -> Iterator[PendingRecord]:
-        layer, tags, flagged = self.columns()[2:]
+        layer, tags, flagged, metadata = self.columns()[2:]
         n = len(self.content)
         none = (None,) * n
         return map(_new_pending, itertools.repeat(PendingRecord, n), zip(
-            self.content, layer, self.importance, tags, none, none, flagged, none, strict=True))
+            self.content, layer, self.importance, tags, metadata, none, flagged, none,
+            strict=True))
 
     def __repr__(self) -> str:
         return f"PendingColumns({list(self)!r})"
@@ -136,9 +190,9 @@ class PendingColumns(Sequence[PendingRecord]):
         return _DEFAULTS[name] * len(self.content) if value is None else value
 
     def columns(self) -> tuple[tuple[Any, ...], ...]:
-        """``(content, importance, layer, tags, flagged)``, defaults written out."""
+        """``(content, importance, layer, tags, flagged, metadata)``, defaults written out."""
         return (self.content, self.importance, self.column("layer"), self.column("tags"),
-                self.column("flagged"))
+                self.column("flagged"), self.column("metadata"))
 
     @staticmethod
     def joined(runs: Sequence[PendingColumns]) -> tuple[tuple[Any, ...], ...]:
@@ -146,11 +200,11 @@ class PendingColumns(Sequence[PendingRecord]):
         chain = itertools.chain.from_iterable
         content = tuple(chain(run.content for run in runs))
         importance = tuple(chain(run.importance for run in runs))
-        layer, tags, flagged = (
+        layer, tags, flagged, metadata = (
             _DEFAULTS[name] * len(content) if all(getattr(run, name) is None for run in runs)
             else tuple(chain(run.column(name) for run in runs))
-            for name in ("layer", "tags", "flagged"))
-        return content, importance, layer, tags, flagged
+            for name in ("layer", "tags", "flagged", "metadata"))
+        return content, importance, layer, tags, flagged, metadata
 
 
 class PlainFrame(NamedTuple):
@@ -167,13 +221,16 @@ class PlainFrame(NamedTuple):
     """``None``: no item has tags."""
     flagged: list[bool] | None
     """``None``: no item is flagged."""
+    metadata: list[RecordMetadata | None] | None
+    """``None``: no item has metadata (else attributes only, see :func:`_frame_metadata`)."""
 
     def pending(self) -> list[PendingRecord]:
         """Each plain item's ``PendingRecord``, in order."""
-        layer, tags, flagged = self.layer, self.tags, self.flagged
+        layer, tags, flagged, metadata = self.layer, self.tags, self.flagged, self.metadata
         return list(PendingColumns(
             tuple(self.content), tuple(self.importance), None if layer is None else tuple(layer),
-            None if tags is None else tuple(tags), None if flagged is None else tuple(flagged)))
+            None if tags is None else tuple(tags), None if flagged is None else tuple(flagged),
+            None if metadata is None else tuple(metadata)))
 
     def groups(self) -> dict[str, PendingColumns]:
         """Each agent's items as columns, in input order (agents in first-appearance order).
@@ -187,8 +244,8 @@ class PlainFrame(NamedTuple):
         def permuted(column: list[Any] | None) -> tuple[Any, ...] | None:
             return None if column is None else tuple(map(column.__getitem__, order))
 
-        content, importance, layer, tags, flagged = map(permuted, (
-            self.content, self.importance, self.layer, self.tags, self.flagged))
+        content, importance, layer, tags, flagged, metadata = map(permuted, (
+            self.content, self.importance, self.layer, self.tags, self.flagged, self.metadata))
         assert content is not None and importance is not None
         groups: dict[str, PendingColumns] = {}
         for agent_id in dict.fromkeys(ids):
@@ -198,7 +255,8 @@ class PlainFrame(NamedTuple):
                 content[start:stop], importance[start:stop],
                 None if layer is None else layer[start:stop],
                 None if tags is None else tags[start:stop],
-                None if flagged is None else flagged[start:stop])
+                None if flagged is None else flagged[start:stop],
+                None if metadata is None else metadata[start:stop])
         return groups
 
 
@@ -207,18 +265,23 @@ def plain_frame(items: object, limits: ItemLimits = DEFAULT_LIMITS) -> PlainFram
 
     The hot path of ``ingest_batch``: a list of dicts is checked with C-level passes over
     each field instead of a call per item. An item with only the keys ``agent_id``,
-    ``content`` and optionally ``importance``, ``layer``, ``tags`` and ``flagged`` is
-    checked here; any other item (metadata, a TTL, a source event) is left out (its index
-    is not in ``rows``), for the caller's full validation. ``None`` for the whole frame means
-    "check item by item" (no item of that shape, or one fails a check below). An accepted
-    item gives the same ``PendingRecord`` as ``simple_pending(item, True, limits)`` and an
-    agent id that ``validate_agent_id(agent_id, limits.agent_id)`` returns unchanged. The
-    checks are those two functions' fast paths: ASCII text within ``limits`` only (other
-    text goes to the full validation, which rejects lone surrogates). Raises nothing.
+    ``content`` and optionally ``importance``, ``layer``, ``tags``, ``flagged`` and
+    ``metadata`` holding attributes only (:func:`_frame_metadata`) is checked here; any
+    other item (other metadata, a TTL, a source event) is left out (its index is not in
+    ``rows``), for the caller's full validation. ``None`` for the whole frame means "check
+    item by item" (no item of that shape, or one fails a check below). An accepted item
+    gives the same ``PendingRecord`` as ``validate_mapping(item without its agent id,
+    limits)`` and an agent id that ``validate_agent_id(agent_id, limits.agent_id)``
+    returns unchanged. The checks are the fast paths of ``simple_pending`` and those two
+    functions: ASCII text within ``limits`` only (other text goes to the full validation,
+    which rejects lone surrogates). Raises nothing.
     """
     if type(items) is not list or not items or set(map(type, items)) != _DICT:
         return None
     plain = list(map(_FRAME_KEYS.issuperset, items))
+    metadata: list[RecordMetadata | None] | None = None
+    if not all(map(_METADATA_KEY.isdisjoint, items)):  # items with metadata
+        metadata = _frame_metadata(items, plain, limits)
     if not any(plain):
         return None
     everyone = all(plain)
@@ -253,13 +316,18 @@ def plain_frame(items: object, limits: ItemLimits = DEFAULT_LIMITS) -> PlainFram
         layers = None if layers.count(_EPISODIC) == n else layers
         tags = tags if any(tags) else None
         flags = flags if any(flags) else None
+    if metadata is not None:
+        if not everyone:
+            metadata = list(itertools.compress(metadata, plain))
+        if metadata.count(None) == len(metadata):
+            metadata = None
     return PlainFrame(None if everyone else list(itertools.compress(range(len(items)), plain)),
-                      agent_ids, contents, importances, layers, tags, flags)
+                      agent_ids, contents, importances, layers, tags, flags, metadata)
 
 
 def simple_batch(items: object, limits: ItemLimits = DEFAULT_LIMITS,
                  ) -> tuple[list[str | None], list[PendingRecord | None]] | None:
-    """Each item's agent id and :func:`simple_pending`, for a frame checked column by column.
+    """Each item's agent id and ``PendingRecord``, for a frame checked column by column.
 
     :func:`plain_frame` item by item: an item it leaves out gets ``None`` in both lists,
     for the caller's full validation; ``None`` for the whole frame means "check item by

@@ -210,7 +210,7 @@ class Ingestor:
         redact = self.redactor.redact
         tagset = [0] * len(tag_tuples)
         for i, meta in enumerate(metas):
-            tag_tuple = tag_tuples[i] if meta is None else tuple(
+            tag_tuple = tag_tuples[i] if meta is None or not meta.tags else tuple(
                 dict.fromkeys((*meta.tags, *tag_tuples[i])))
             if not tag_tuple:
                 continue
@@ -237,9 +237,12 @@ class Ingestor:
         """The sparse parts of the items, by position.
 
         Redacted source events, redacted metadata extras (see :meth:`_extra`), the
-        metadata's flag and claim status.
+        metadata's flag and claim status. Items sharing a metadata object (a frame's equal
+        attributes do) share its extra, made once when nothing in it was redacted (a
+        redaction is counted per item, so such an extra is made per item).
         """
         redact = self.redactor.redact
+        clean: dict[int, RecordExtra] = {}  # id of a metadata (alive in metas) -> its extra
         for i, meta in enumerate(metas):
             source_event = sources[i]
             if source_event is None and meta is not None:
@@ -251,8 +254,13 @@ class Ingestor:
             if meta is None:
                 continue
             flagged[i] = flagged[i] or meta.flagged
-            extra, h = self._extra(meta)
-            labels[i] += h
+            extra = clean.get(id(meta))
+            if extra is None:
+                extra, h = self._extra(meta)
+                if h:
+                    labels[i] += h
+                else:
+                    clean[id(meta)] = extra
             if not extra.is_empty():
                 extras[i] = extra
                 status[i] = STATUS_CODE.get(
@@ -325,8 +333,8 @@ def _columns(groups: Sequence[tuple[Sequence[PendingRecord], int, Vocabulary]], 
     frame) are joined column by column; others are read item by item.
     """
     if all(type(items) is PendingColumns for items, _, _ in groups):
-        content, importance, layer, tags, flagged = PendingColumns.joined(
+        content, importance, layer, tags, flagged, metadata = PendingColumns.joined(
             [cast(PendingColumns, items) for items, _, _ in groups])
         none = (None,) * n
-        return content, layer, importance, tags, none, none, flagged, none
+        return content, layer, importance, tags, metadata, none, flagged, none
     return tuple(zip(*(item for items, _, _ in groups for item in items), strict=True))

@@ -29,6 +29,8 @@ __all__ = [
     "MAX_SOURCE_REFS",
     "ItemLimits",
     "PendingRecord",
+    "attributes_metadata",
+    "clean_attributes",
     "simple_pending",
     "validate_agent_id",
     "validate_item",
@@ -262,11 +264,47 @@ def _parse_metadata(metadata: object) -> RecordMetadata:
         attributes = metadata.get("attributes")
         if type(attributes) is dict and _STR_ONLY.issuperset(map(type, attributes)) and (
                 _ATTRIBUTE_TYPES.issuperset(map(type, attributes.values()))):
-            return _new_metadata({
-                "tags": (), "source_event": None, "source_ref_ids": (), "spatial": None,
-                "social": None, "procedural": None, "flagged": False,
-                "attributes": dict(attributes)})
+            return attributes_metadata(attributes)
     return RecordMetadata.parse(metadata)
+
+
+def attributes_metadata(attributes: Mapping[str, str | bool | int | float]) -> RecordMetadata:
+    """The ``RecordMetadata`` of a copy of ``attributes`` and nothing else, unvalidated.
+
+    For attributes of ``str`` keys and ``str``, ``bool``, ``int`` or ``float`` values (what
+    strict validation keeps as they are); their limits are the caller's to check
+    (:func:`clean_attributes`).
+    """
+    return _new_metadata({
+        "tags": (), "source_event": None, "source_ref_ids": (), "spatial": None,
+        "social": None, "procedural": None, "flagged": False, "attributes": dict(attributes)})
+
+
+def clean_attributes(attributes: Mapping[str, object], limits: ItemLimits) -> bool:
+    """Whether ``attributes`` pass :func:`_check_metadata` on the fast path: ASCII only.
+
+    At most ``limits.attributes`` of them; keys and string values ASCII of at most
+    ``limits.attribute`` characters; floats finite; ints within int64; any other value
+    type fails. ``False`` says "check in full", not "invalid": non-ASCII text may be valid.
+    """
+    if len(attributes) > limits.attributes:
+        return False
+    limit = limits.attribute
+    for key, value in attributes.items():
+        if type(key) is not str or len(key) > limit or not key.isascii():
+            return False
+        if type(value) is str:
+            if len(value) > limit or not value.isascii():
+                return False
+        elif type(value) is float:
+            if not math.isfinite(value):
+                return False
+        elif type(value) is int:
+            if not -_INT64 <= value < _INT64:
+                return False
+        elif type(value) is not bool:
+            return False
+    return True
 
 
 def _check_metadata(meta: RecordMetadata, tags: tuple[str, ...], limits: ItemLimits) -> None:

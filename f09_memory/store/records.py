@@ -29,6 +29,7 @@ __all__ = [
     "NewRecords",
     "RecordExtra",
     "Removed",
+    "attribute_key",
     "content_fingerprint",
     "fingerprint",
     "normalized_content",
@@ -132,6 +133,17 @@ class RecordExtra:
                                 meta(ProceduralMeta, "procedural"), dict(attrs)))
 
 
+def attribute_key(attributes: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A key equal for attribute mappings equal by key order, value and value type.
+
+    ``1``, ``1.0`` and ``True`` get different keys, as do ``0.0`` and ``-0.0`` (floats by
+    ``float.hex``). Hashable when every value is an attribute value (str, bool, int or
+    float). Runtime complexity: O(attributes).
+    """
+    return tuple([(k, v.hex()) if type(v) is float else (k, type(v), v)
+                  for k, v in attributes.items()])
+
+
 SHARED_EXTRAS_MAX = 4_096
 """Most extras :func:`shared_extra` remembers; then it starts over (sharing is only a saving)."""
 _shared: dict[tuple[Any, ...], RecordExtra] = {}
@@ -152,9 +164,7 @@ def shared_extra(extra: RecordExtra) -> RecordExtra:
     """
     if extra.spatial is not None or extra.social is not None or extra.procedural is not None:
         return extra
-    key = (extra.source_ref_ids, *[
-        (k, v.hex()) if type(v) is float else (k, type(v), v)
-        for k, v in extra.attributes.items()])
+    key = (extra.source_ref_ids, *attribute_key(extra.attributes))
     try:
         found = _shared.get(key)
     except TypeError:  # no attribute value (a payload not validated yet): the caller checks

@@ -16,6 +16,7 @@ from f09_memory.ingestion.validation import (
     validate_agent_id,
     validate_mapping,
 )
+from f09_memory.schema.records import RecordMetadata
 
 PLAIN = [{"agent_id": "b", "content": "one", "importance": 0.5},
          {"agent_id": "a", "content": "two"},
@@ -136,30 +137,35 @@ def test_a_new_private_agent_id_is_refused_in_redaction_mode(agent_id: str,
 
 def test_pending_columns_read_as_the_records_they_stand_for() -> None:
     plain = PendingColumns(("a", "b", "c"), (0.5, None, 1.0))
+    meta = RecordMetadata(attributes={"with": "b"})
     rich = PendingColumns(("a", "b", "c"), (0.5, None, 1.0),
                           (MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC, MemoryLayer.SOCIAL),
-                          (("t",), (), ("u", "v")), (True, False, False))
+                          (("t",), (), ("u", "v")), (True, False, False), (None, meta, None))
     for run in (plain, rich):
         records = [run[i] for i in range(len(run))]
         assert records == list(run)
         assert records[-1] == run[-1]
         assert records[1:] == list(run[1:])
         assert isinstance(run[1:], PendingColumns)
-        assert all(r.metadata is None and r.ttl is None and r.source_event is None
-                   for r in records)
+        assert all(r.ttl is None and r.source_event is None for r in records)
         with pytest.raises(IndexError):
             run[3]
+    assert [None, None, None] == [r.metadata for r in plain]
+    assert [None, meta, None] == [r.metadata for r in rich]
+    assert rich[1].metadata is meta
     assert [MemoryLayer.EPISODIC] * 3 == [r.layer for r in plain]
     assert [(), (), ()] == [r.tags for r in plain]
     assert [MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC, MemoryLayer.SOCIAL] == [
         r.layer for r in rich]
     assert [True, False, False] == [r.flagged for r in rich]
-    joined = PendingColumns.joined([plain, rich[:1], plain[2:]])
-    assert joined == (("a", "b", "c", "a", "c"), (0.5, None, 1.0, 0.5, 1.0),
-                      (MemoryLayer.EPISODIC,) * 3 + (MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC),
-                      ((),) * 3 + (("t",), ()), (False,) * 3 + (True, False))
+    joined = PendingColumns.joined([plain, rich[:2], plain[2:]])
+    assert joined == (("a", "b", "c", "a", "b", "c"), (0.5, None, 1.0, 0.5, None, 1.0),
+                      (MemoryLayer.EPISODIC,) * 3 + (MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC,
+                                                     MemoryLayer.EPISODIC),
+                      ((),) * 3 + (("t",), (), ()), (False,) * 3 + (True, False, False),
+                      (None,) * 4 + (meta, None))
     assert PendingColumns.joined([plain, plain])[2:] == (
-        (MemoryLayer.EPISODIC,) * 6, ((),) * 6, (False,) * 6)
+        (MemoryLayer.EPISODIC,) * 6, ((),) * 6, (False,) * 6, (None,) * 6)
 
 
 def test_a_plain_frame_keeps_columns_of_defaults_out() -> None:
@@ -177,12 +183,12 @@ def test_a_plain_frame_keeps_columns_of_defaults_out() -> None:
 
 def test_items_made_of_the_same_objects_share_one_validation_and_others_do_not() -> None:
     """Engine events give every perceiver the same text, tags and metadata objects: the
-    frame validates them once. A value that differs (even one equal to a valid one, as
-    True to 1.0) is validated on its own."""
+    frame validates them once (items that go item by item: these have a TTL). A value that
+    differs (even one equal to a valid one, as True to 1.0) is validated on its own."""
     meta = {"attributes": {"with": "b"}}
     tags = ["trade"]
     good = {"agent_id": "a", "content": "traded", "importance": 1.0, "tags": tags,
-            "metadata": meta}
+            "metadata": meta, "ttl": 50}
     groups, owners = group_frame([good, {**good, "agent_id": "b"}, dict(good)],
                                  DEFAULT_LIMITS)
     assert ["a", "b", "a"] == owners
@@ -195,3 +201,80 @@ def test_items_made_of_the_same_objects_share_one_validation_and_others_do_not()
         assert 1 == info.value.details["index"], field
     one_by_one = group_frame(iter([good, {**good, "agent_id": "b"}]), DEFAULT_LIMITS)[0]
     assert one_by_one["a"][0] == one_by_one["b"][0]  # a generator's items: no sharing
+
+
+def test_attribute_metadata_takes_the_column_path_and_equal_attributes_share_one_model(
+        ) -> None:
+    """A crowd's trades carry the same few attributes: the frame keeps its items as columns,
+    one ``RecordMetadata`` per distinct attributes (by value and type), copied from the
+    host's dicts; the engine ends as with every item validated in full."""
+    def trade(agent: str, partner: object) -> dict[str, Any]:
+        return {"agent_id": agent, "content": f"traded with {partner}", "importance": 0.4,
+                "tags": ["trade"], "metadata": {"attributes": {"with": partner}}}
+
+    items = [trade("a", "b"), trade("b", "b"), trade("a", "c"), trade("c", 1),
+             trade("c", 1.0), trade("c", True), {"agent_id": "b", "content": "plain"}]
+    groups, owners = group_frame(items, DEFAULT_LIMITS)
+    assert ["a", "b", "a", "c", "c", "c", "b"] == owners
+    assert all(isinstance(run, PendingColumns) for run in groups.values())
+    a, b, c = (list(groups[k]) for k in "abc")
+    assert a[0].metadata is b[0].metadata  # equal attributes: one model
+    assert a[0].metadata is not a[1].metadata
+    assert [1, 1.0, True] == [r.metadata.attributes["with"] for r in c]  # type: ignore[union-attr]
+    assert [int, float, bool] == [type(r.metadata.attributes["with"]) for r in c]  # type: ignore[union-attr]
+    assert len({id(r.metadata) for r in c}) == 3
+    assert b[1].metadata is None
+    for found, item in zip([a[0], b[0], a[1], *c, b[1]], items, strict=True):
+        assert found == validate_mapping({k: v for k, v in item.items() if k != "agent_id"})
+    items[0]["metadata"]["attributes"]["with"] = "changed"  # the host's dict, after the check
+    assert {"with": "b"} == a[0].metadata.attributes  # type: ignore[union-attr]
+
+    config = MemoryConfig(redaction_mode=False)
+    batch, one_by_one = MemoryEngine(config, embedder=None), MemoryEngine(config, embedder=None)
+    items[0]["metadata"]["attributes"]["with"] = "b"
+    batch.ingest_batch(items, now=1)
+    one_by_one.ingest_batch(iter(items), now=1)  # a generator: item by item
+    assert batch.state_hash() == one_by_one.state_hash()
+    assert [r.metadata.attributes for r in batch.records("c")] == [
+        {"with": 1}, {"with": 1.0}, {"with": True}]
+
+
+def test_bad_attribute_metadata_in_a_frame_is_refused_by_index_and_nothing_is_stored() -> None:
+    engine = MemoryEngine(embedder=None)
+    good = {"agent_id": "a", "content": "traded", "metadata": {"attributes": {"n": 1}}}
+    before = engine.state_hash()
+    for bad, problem in (({"attributes": {"n": float("nan")}}, "not a finite number"),
+                         ({"attributes": {"n": 2**63}}, "outside int64"),
+                         ({"attributes": {"n": [1]}}, "attributes"),
+                         ({"attributes": {"n": "x" * 5_000}}, "max_attribute_chars")):
+        with pytest.raises(MemoryEngineError) as info:
+            engine.ingest_batch([good, good, {**good, "metadata": bad}], now=1)
+        assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+        assert 2 == info.value.details["index"]
+        assert info.value.message.startswith("item 2: ") and problem in info.value.message
+        assert before == engine.state_hash()
+        assert [] == list(engine.agents())
+
+
+def test_private_attributes_in_a_frame_are_redacted_and_counted_per_item() -> None:
+    """Column-checked attributes are redacted as item by item: every copy replaced and
+    counted, the raw value in no record, event or snapshot of the state hash's input."""
+    private = {"attributes": {"contact": "bob@example.com", "with": "npc-2"}}
+    items = [{"agent_id": f"npc-{i}", "content": "traded", "metadata": private}
+             for i in range(3)] + [{"agent_id": "npc-0", "content": "traded",
+                                    "metadata": {"attributes": {"with": "npc-2"}}}]
+    config = MemoryConfig(redaction_key="k" * 16)
+    batch, one_by_one = MemoryEngine(config, embedder=None), MemoryEngine(config, embedder=None)
+    seen: list[str] = []
+    batch.bus.subscribe("*", lambda ev: seen.append(repr(ev)))
+    batch.ingest_batch(items, now=1)
+    one_by_one.ingest_batch(iter(items), now=1)
+    assert batch.state_hash() == one_by_one.state_hash()
+    assert batch.redactor_counts == one_by_one.redactor_counts
+    assert 3 == batch.redactor_counts["EMAIL"]
+    records = [r for agent in batch.agents() for r in batch.records(agent)]
+    assert 4 == len(records)
+    assert all("bob@example.com" not in repr(r) for r in records)
+    assert all("bob@example.com" not in line for line in seen)
+    assert [True, True, True, False] == [r.redacted for r in sorted(
+        records, key=lambda r: (len(r.metadata.attributes), r.id), reverse=True)]

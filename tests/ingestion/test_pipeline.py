@@ -167,6 +167,22 @@ def test_simple_batch_takes_only_a_non_empty_list_of_plain_dicts() -> None:
         assert simple_batch([item, bad, other]) is None  # the frame goes item by item
 
 
+FRAME_METADATA = [
+    {"attributes": {"with": "npc-2"}}, {"attributes": {"with": "npc-3", "n": 2}},
+    {"attributes": {"n": 1}}, {"attributes": {"n": 1.0}}, {"attributes": {"n": True}},
+    {"attributes": {"n": 0.0}}, {"attributes": {"n": -0.0}}, {"attributes": {"n": 2**63 - 1}},
+    {"attributes": {"n": -2**63}}, {"attributes": {"n": 2**63}}, {"attributes": {"": "x"}},
+    {"attributes": {}}, {"attributes": {"n": float("nan")}}, {"attributes": {"n": float("inf")}},
+    {"attributes": {"with": "caf\u00e9"}}, {"attributes": {"caf\u00e9": 1}},
+    {"attributes": {"with": "x\ud800"}}, {"attributes": {"with": "longer-than-8"}},
+    {"attributes": {"a": 1, "b": 2, "c": 3}}, {"attributes": {1: "x"}},
+    {"attributes": {"a": [1]}}, {"attributes": {"a": None}}, {"attributes": None},
+    {"attributes": {"with": "npc-2"}, "tags": ["m"]}, {"tags": ["m"]}, {}, None, [],
+    {"social": {"otherAgentId": "npc-2"}}]
+"""Metadata of every shape near the column path's: attributes only (the path), values at and
+past each limit and type boundary, non-ASCII and invalid text, other metadata fields."""
+
+
 RICH_ITEMS = st.fixed_dictionaries(
     {"agent_id": st.sampled_from([*AGENT_IDS[:4], 7, "\u00e9mile"])},
     optional={
@@ -178,7 +194,7 @@ RICH_ITEMS = st.fixed_dictionaries(
                                  ["t"] * 3, ["long-tag"], "t", [1], [""]]),
         "flagged": st.sampled_from([True, False, None, 1]),
         "ttl": st.sampled_from([5, 0]),
-        "metadata": st.sampled_from([{"attributes": {"with": "npc-2"}}, {"bad": 1}]),
+        "metadata": st.sampled_from([*FRAME_METADATA, {"bad": 1}]),
         "source_event": st.sampled_from(["e1", 3]),
     },
 )
@@ -192,7 +208,7 @@ VALID_ITEMS = st.fixed_dictionaries(
         "tags": st.sampled_from([None, [], ["t"], ["t", "u", "t"], ("a",)]),
         "flagged": st.booleans(),
         "ttl": st.just(5),
-        "metadata": st.just({"attributes": {"with": "npc-2"}}),
+        "metadata": st.sampled_from(FRAME_METADATA[:12]),
     },
 )
 """Mostly valid items: frames of them take the column path (with some items left to the
@@ -222,6 +238,26 @@ def test_a_frame_checked_by_columns_groups_as_item_by_item(items: list[Any],
     """Plain items checked by columns and the others in full: the same groups, or the same
     error about the same item, as checking every item in turn."""
     assert _grouped(items, limits, True) == _grouped(items, limits, False)
+
+
+@pytest.mark.parametrize("limits", [DEFAULT_LIMITS, SMALL])
+@pytest.mark.parametrize("metadata", FRAME_METADATA)
+def test_metadata_checked_by_columns_is_what_the_full_validation_makes_of_it(
+        metadata: Any, limits: ItemLimits) -> None:
+    """Each metadata shape next to a plain item and alone: the same groups, or the same
+    error about the same item, as item by item; attributes only take the column path."""
+    plain = {"agent_id": "npc-1", "content": "saw the smith", "importance": 0.5}
+    item = {"agent_id": "npc-2", "content": "traded", "tags": ["t"], "metadata": metadata}
+    for items in ([plain, item, plain], [item, dict(item)]):
+        assert _grouped(items, limits, True) == _grouped(items, limits, False)
+    batch = simple_batch([plain, item], limits)
+    assert batch is not None
+    try:
+        full = validate_mapping({k: v for k, v in item.items() if k != "agent_id"}, limits)
+    except MemoryEngineError:
+        assert batch[1][1] is None  # left to the full validation, which refuses it
+        return
+    assert batch[1][1] is None or full == batch[1][1]
 
 
 _ATTRIBUTE_VALUES = st.one_of(
