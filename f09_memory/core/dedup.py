@@ -11,13 +11,16 @@ otherwise, :meth:`IngestDedup.store` dedups, builds and stores them. The writer
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from f09_memory.bus import RecordUpdated
 from f09_memory.core.state import EngineState
+from f09_memory.ingestion.frame_checks import item_column, take_items
 from f09_memory.ingestion.pipeline import Ingestor
 from f09_memory.ingestion.validation import PendingRecord
 from f09_memory.schema.enums import MemoryLayer
@@ -32,6 +35,7 @@ from f09_memory.store.records import (
 __all__ = ["Group", "IngestDedup", "Stored", "reinforced"]
 
 _EPISODIC = MemoryLayer.EPISODIC
+_CODE = operator.attrgetter("code")
 Group = tuple[AgentMemory, Sequence[PendingRecord]]
 """One agent's items of a store, in order."""
 Stored = tuple[list[str], list[int]]
@@ -73,10 +77,10 @@ class IngestDedup:
             The groups to store, each one's texts and fingerprints, and each one's group in
             ``groups`` when some were split (``None``: the groups as given).
         """
-        flat_items = [item for _, items in groups for item in items]
-        flat = self._stored_texts(flat_items)
-        flat_fps = list(map(content_fingerprint, [item.layer.code for item in flat_items],
-                            flat))
+        flat = self._stored_texts(list(chain.from_iterable(
+            item_column(items, "content") for _, items in groups)))
+        codes = map(_CODE, chain.from_iterable(item_column(items, "layer") for _, items in groups))
+        flat_fps = list(map(content_fingerprint, codes, flat))
         stored: list[Stored] = []
         row = 0
         for _, items in groups:
@@ -163,7 +167,7 @@ class IngestDedup:
         ``fps`` are the fingerprints of the items' texts as stored (:meth:`plan`).
         """
         ring = am.ring
-        episodic = sum(1 for item in items if item.layer is _EPISODIC)
+        episodic = item_column(items, "layer").count(_EPISODIC)
         over = ring.live + episodic - ring.capacity
         if len(items) < 2 or over <= 0:
             return False
@@ -173,17 +177,16 @@ class IngestDedup:
         index = am.dedup_index()
         return any(index.get(fp) in gone for fp in fps)
 
-    def _stored_texts(self, items: Sequence[PendingRecord]) -> list[str]:
-        """The items' texts as they would be stored (redacted in one batch, not counted).
+    def _stored_texts(self, contents: list[str]) -> list[str]:
+        """Items' texts as they would be stored (redacted in one batch, not counted).
 
         The items stored are counted when they are built.
         """
-        return self.ingestor.redactor.redact_many([item.content for item in items],
-                                                  count=False)[0]
+        return self.ingestor.redactor.redact_many(contents, count=False)[0]
 
     def _dedup(self, am: AgentMemory, items: Sequence[PendingRecord], texts: Sequence[str],
                fps: Sequence[int], now: int, window: int, out: list[int], repeats: list[int],
-               events: list[Any], fresh_fps: list[int]) -> list[PendingRecord]:
+               events: list[Any], fresh_fps: list[int]) -> Sequence[PendingRecord]:
         """Reinforce live records that ``items`` repeat; return the items still to store.
 
         ``texts`` are the items' texts as stored and ``fps`` their fingerprints
@@ -195,11 +198,11 @@ class IngestDedup:
         """
         index = am.dedup_index()
         slot_of, created, content = am.slot_of, am.created, am.content
-        fresh: list[PendingRecord] = []
+        fresh: list[int] = []  # the rows of the items to store
         seen: dict[int, int] = {}
         hits: dict[int, int] = {}  # key -> reinforcements, applied at the end in one pass
         report = self.wants(RecordUpdated.name)
-        for item, text, fp in zip(items, texts, fps, strict=True):
+        for row, (text, fp) in enumerate(zip(texts, fps, strict=True)):
             earlier = seen.get(fp)
             if earlier is not None:  # a repeat inside the batch
                 target = out[earlier]
@@ -216,7 +219,7 @@ class IngestDedup:
                         and normalized_content(stored or "") != normalized_content(text)):
                     seen[fp] = len(out)
                     out.append(-(1 + len(fresh)))
-                    fresh.append(item)
+                    fresh.append(row)
                     fresh_fps.append(fp)
                     repeats.append(0)
                     continue
@@ -229,7 +232,7 @@ class IngestDedup:
             out.append(key)
         if hits:
             self._reinforce(am, hits, now)
-        return fresh
+        return take_items(items, fresh)
 
     def _reinforce(self, am: AgentMemory, hits: dict[int, int], now: int) -> None:
         """Dedup reinforcements of ``am``'s records: per key, its count of them.

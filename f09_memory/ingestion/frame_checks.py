@@ -29,7 +29,8 @@ from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
 from f09_memory.store.records import attribute_key
 
-__all__ = ["PendingColumns", "PlainFrame", "plain_frame", "simple_batch"]
+__all__ = ["PendingColumns", "PlainFrame", "item_column", "plain_frame", "simple_batch",
+           "take_items"]
 
 _EPISODIC = MemoryLayer.EPISODIC
 _new_pending = tuple.__new__  # builds a PendingRecord without its Python-level __new__
@@ -67,6 +68,27 @@ def _frame_layers(values: list[object]) -> list[MemoryLayer] | None:
         return None
     found = list(map(_FRAME_LAYER.get, values))
     return None if None in found else cast(list[MemoryLayer], found)
+
+
+def item_column(items: Sequence[PendingRecord], name: str) -> Sequence[Any]:
+    """Field ``name`` of each item, in order (no record built for ``PendingColumns``).
+
+    A ``PendingColumns`` gives its column as it is held; other sequences are read item by
+    item.
+    """
+    if type(items) is PendingColumns:  # the fields it does not hold are None (no TTL...)
+        return items.column(name) if name in PendingColumns.__slots__ else (None,) * len(items)
+    index = PendingRecord._fields.index(name)
+    return [item[index] for item in items]
+
+
+def take_items(items: Sequence[PendingRecord], rows: Sequence[int]) -> Sequence[PendingRecord]:
+    """The items at ``rows``, in that order: columns stay columns; all of them: ``items``."""
+    if len(rows) == len(items):
+        return items  # rows are distinct and in order (the callers'): every item
+    if type(items) is PendingColumns:
+        return items.take(rows)
+    return [items[i] for i in rows]
 
 
 def _frame_metadata(items: list[dict[str, Any]], plain: list[bool], limits: ItemLimits,
@@ -183,6 +205,16 @@ class PendingColumns(Sequence[PendingRecord]):
 
     def __repr__(self) -> str:
         return f"PendingColumns({list(self)!r})"
+
+    def take(self, rows: Sequence[int]) -> PendingColumns:
+        """The items at ``rows``, in that order, as columns."""
+        def taken(column: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+            return None if column is None else tuple(map(column.__getitem__, rows))
+
+        content, importance = taken(self.content), taken(self.importance)
+        assert content is not None and importance is not None
+        return PendingColumns(content, importance, taken(self.layer), taken(self.tags),
+                              taken(self.flagged), taken(self.metadata))
 
     def column(self, name: str) -> tuple[Any, ...]:
         """Column ``name``, its default written out when it is held as ``None``."""

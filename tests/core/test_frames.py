@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from f09_memory import MemoryConfig, MemoryEngine, MemoryLayer
 from f09_memory.core.frames import group_frame
 from f09_memory.errors import ErrorCode, MemoryEngineError
-from f09_memory.ingestion.frame_checks import PendingColumns
+from f09_memory.ingestion.frame_checks import PendingColumns, item_column, take_items
 from f09_memory.ingestion.validation import (
     DEFAULT_LIMITS,
     ItemLimits,
+    PendingRecord,
     validate_agent_id,
     validate_mapping,
 )
@@ -153,6 +154,16 @@ def test_pending_columns_read_as_the_records_they_stand_for() -> None:
     assert [None, None, None] == [r.metadata for r in plain]
     assert [None, meta, None] == [r.metadata for r in rich]
     assert rich[1].metadata is meta
+    for run in (plain, rich):  # a selection stays columns; the records are those selected
+        taken = take_items(run, [2, 0])
+        assert isinstance(taken, PendingColumns)
+        assert [run[2], run[0]] == list(taken)
+        assert take_items(run, [0, 1, 2]) is run
+        assert [run[1]] == list(take_items(list(run), [1]))
+        for name in PendingRecord._fields:
+            assert [getattr(r, name) for r in run] == list(item_column(run, name))
+            assert list(item_column(run, name)) == item_column(list(run), name)
+    assert plain.take([1]).layer is None and rich.take([1]).layer == (MemoryLayer.EPISODIC,)
     assert [MemoryLayer.EPISODIC] * 3 == [r.layer for r in plain]
     assert [(), (), ()] == [r.tags for r in plain]
     assert [MemoryLayer.SEMANTIC, MemoryLayer.EPISODIC, MemoryLayer.SOCIAL] == [
