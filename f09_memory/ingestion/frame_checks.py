@@ -2,10 +2,9 @@
 
 ``plain_frame`` applies :func:`~f09_memory.ingestion.validation.simple_pending`'s checks (and
 the agent id's, and those of metadata holding attributes only) to a whole frame with
-C-level passes over each field; ``PlainFrame.groups``
-keeps each agent's items as columns (``PendingColumns``, a ``Sequence[PendingRecord]`` with
-no object per item); ``simple_batch`` gives the same checks item by item. Pure: nothing here
-reads or writes engine state.
+C-level passes over each field; ``PlainFrame.groups`` keeps each agent's items as columns
+(``PendingColumns``, a ``Sequence[PendingRecord]`` with no object per item); ``simple_batch``
+gives the same checks item by item. Pure: nothing here reads or writes engine state.
 """
 
 from __future__ import annotations
@@ -149,12 +148,11 @@ class PendingColumns(Sequence[PendingRecord]):
 
     A ``Sequence[PendingRecord]``: the item at ``i`` is the ``PendingRecord`` it stands for
     (no TTL or source event; metadata of attributes only). The hot path of ``ingest_batch``
-    keeps a frame's
-    items like this, so a large frame leaves the garbage collector a few containers per agent
-    to track, not one record per item (each one promoted to the old generation when a
-    collection falls inside the frame, making full collections more frequent). A column
-    given as ``None`` holds its default for every item: episodic, no tags, not flagged, no
-    metadata.
+    keeps a frame's items like this, so a large frame leaves the garbage collector a few
+    containers per agent to track, not one record per item (each one promoted to the old
+    generation when a collection falls inside the frame, making full collections more
+    frequent). A column given as ``None`` holds its default for every item: episodic, no
+    tags, not flagged, no metadata.
     """
 
     __slots__ = ("content", "flagged", "importance", "layer", "metadata", "tags")
