@@ -14,7 +14,7 @@ import functools
 import itertools
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from f09_memory.ingestion.validation import (
@@ -86,7 +86,7 @@ def take_items(items: Sequence[PendingRecord], rows: Sequence[int]) -> Sequence[
     if len(rows) == len(items):
         return items  # rows are distinct and in order (the callers'): every item
     if type(items) is PendingColumns:
-        return items.take(rows)
+        return items.take(rows) if rows else PendingColumns((), ())
     return [items[i] for i in rows]
 
 
@@ -205,14 +205,16 @@ class PendingColumns(Sequence[PendingRecord]):
         return f"PendingColumns({list(self)!r})"
 
     def take(self, rows: Sequence[int]) -> PendingColumns:
-        """The items at ``rows``, in that order, as columns."""
-        def taken(column: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
-            return None if column is None else tuple(map(column.__getitem__, rows))
-
-        content, importance = taken(self.content), taken(self.importance)
-        assert content is not None and importance is not None
-        return PendingColumns(content, importance, taken(self.layer), taken(self.tags),
-                              taken(self.flagged), taken(self.metadata))
+        """The items at ``rows`` (at least one), in that order, as columns."""
+        # A tuple of the rows' values, in C (one row: a slice of one, also a tuple).
+        get = cast("Callable[[tuple[Any, ...]], tuple[Any, ...]]", operator.itemgetter(
+            *rows) if len(rows) > 1 else operator.itemgetter(slice(rows[0], rows[0] + 1)))
+        layer, tags, flagged, metadata = self.layer, self.tags, self.flagged, self.metadata
+        return PendingColumns(get(self.content), get(self.importance),
+                              None if layer is None else get(layer),
+                              None if tags is None else get(tags),
+                              None if flagged is None else get(flagged),
+                              None if metadata is None else get(metadata))
 
     def column(self, name: str) -> tuple[Any, ...]:
         """Column ``name``, its default written out when it is held as ``None``."""

@@ -159,6 +159,7 @@ def test_pending_columns_read_as_the_records_they_stand_for() -> None:
         assert isinstance(taken, PendingColumns)
         assert [run[2], run[0]] == list(taken)
         assert take_items(run, [0, 1, 2]) is run
+        assert [] == list(take_items(run, [])) == list(take_items(list(run), []))
         assert [run[1]] == list(take_items(list(run), [1]))
         for name in PendingRecord._fields:
             assert [getattr(r, name) for r in run] == list(item_column(run, name))
