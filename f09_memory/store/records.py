@@ -53,13 +53,28 @@ per column beats a Python loop (one such call costs about as much as ten scalar 
 _SPACES = re.compile(r"\s+")
 
 
+_TEXT_DIGESTS: dict[str, int] = {}
+"""Short texts' normalized 64-bit digests, remembered (a crowd's observations repeat)."""
+_TEXT_DIGESTS_MAX = 8_192
+_TEXT_DIGEST_CHARS = 256
+"""Most texts remembered, and the longest: at most about 2 MB of text."""
+
+
 def content_fingerprint(layer: int, text: str) -> int:
     """:func:`fingerprint` of the layer and the normalized text's 64-bit digest.
 
     The text is casefolded and its spaces collapsed. The ingest dedup index is keyed by
-    it; a hit is confirmed by comparing the texts.
+    it; a hit is confirmed by comparing the texts. The digest of a short text is
+    remembered (a pure function of the text; the table starts over when full).
     """
-    return fingerprint(layer, text_digest64(normalized_content(text)))
+    digest = _TEXT_DIGESTS.get(text)
+    if digest is None:
+        digest = text_digest64(normalized_content(text))
+        if len(text) <= _TEXT_DIGEST_CHARS:
+            if len(_TEXT_DIGESTS) >= _TEXT_DIGESTS_MAX:
+                _TEXT_DIGESTS.clear()
+            _TEXT_DIGESTS[text] = digest
+    return (layer << 64) | digest
 
 
 def fingerprint(layer: int, digest: int) -> int:

@@ -519,3 +519,26 @@ def test_shared_extras_give_back_every_attribute_as_ingested(
     for i, a in enumerate(attributes):
         for j, b in enumerate(attributes):
             assert (extras[i] is extras[j]) == (typed(a) == typed(b))
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text(max_size=300), min_size=1, max_size=20), st.integers(0, 5))
+def test_content_fingerprints_are_the_same_remembered_or_not(texts: list[str],
+                                                             layer: int) -> None:
+    """A short text's digest is remembered across calls (and engines): every fingerprint
+    equals the one computed afresh, before and after the table starts over, and the table
+    keeps only short texts, never more than its bound."""
+    from f09_memory.canonical import text_digest64
+    from f09_memory.store import records
+
+    def fresh(text: str) -> int:
+        return records.fingerprint(layer, text_digest64(records.normalized_content(text)))
+
+    for _ in range(2):  # the second pass reads what the first remembered
+        assert [records.content_fingerprint(layer, t) for t in texts] == list(map(fresh, texts))
+    assert all(len(t) <= records._TEXT_DIGEST_CHARS for t in records._TEXT_DIGESTS)
+    records._TEXT_DIGESTS.update({f"filler {i}": text_digest64(f"filler {i}")
+                                  for i in range(records._TEXT_DIGESTS_MAX)})
+    assert records.content_fingerprint(layer, "A  new text") == fresh("a new text")
+    assert len(records._TEXT_DIGESTS) <= records._TEXT_DIGESTS_MAX
+    records._TEXT_DIGESTS.clear()
