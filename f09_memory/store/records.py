@@ -74,7 +74,7 @@ def content_fingerprint(layer: int, text: str) -> int:
             if len(_TEXT_DIGESTS) >= _TEXT_DIGESTS_MAX:
                 _TEXT_DIGESTS.clear()
             _TEXT_DIGESTS[text] = digest
-    return (layer << 64) | digest
+    return fingerprint(layer, digest)
 
 
 def fingerprint(layer: int, digest: int) -> int:
