@@ -23,6 +23,7 @@ from f09_memory.ingestion.validation import (
     PendingRecord,
     attributes_metadata,
     clean_attributes,
+    plain_attributes,
 )
 from f09_memory.schema.enums import MemoryLayer
 from f09_memory.schema.records import RecordMetadata
@@ -39,14 +40,12 @@ _DEFAULTS: dict[str, tuple[Any, ...]] = {"layer": (_EPISODIC,), "tags": ((),),
 _FRAME_KEYS = frozenset({"agent_id", "content", "importance", "layer", "tags", "flagged",
                          "metadata"})
 _METADATA_KEY = frozenset({"metadata"})
-_ATTRIBUTES_KEY = frozenset({"attributes"})
 _FRAME_KEYS_EXTRA = frozenset({"layer", "tags", "flagged"})
 _NONE_OR_FLOAT = frozenset({type(None), float})
 _STR = frozenset({str})
 _BOOL = frozenset({bool})
 _DICT = frozenset({dict})
 _TAG_KINDS = frozenset({type(None), list, tuple})
-_ATTRIBUTE_KINDS = frozenset({str, bool, int, float})
 _ABSENT = object()
 _LAYER_KINDS = frozenset({str, MemoryLayer, object})
 _FRAME_LAYER: dict[object, MemoryLayer] = {_ABSENT: _EPISODIC}
@@ -94,9 +93,10 @@ def _frame_metadata(items: list[dict[str, Any]], plain: list[bool], limits: Item
                     ) -> list[RecordMetadata | None]:
     """Each item's metadata when it holds attributes only (``None``: no metadata).
 
-    The shape ``{"attributes": {str: str | bool | int | float}}`` with ASCII text within
-    ``limits``, finite floats and ints within int64 is what the full validation accepts
-    unchanged (``validation.clean_attributes``). An item with any other metadata is left
+    The shape ``{"attributes": {str: str | bool | int | float}}``
+    (``validation.plain_attributes``) with ASCII text within ``limits``, finite floats and
+    ints within int64 is what the full validation accepts unchanged
+    (``validation.clean_attributes``). An item with any other metadata is left
     out (``plain[i]`` set to False) for the full validation, which accepts or rejects it.
     Equal attributes (by key order, value and type: ``store.records.attribute_key``) share
     one ``RecordMetadata`` within the frame, checked once: a crowd's observations repeat
@@ -108,10 +108,8 @@ def _frame_metadata(items: list[dict[str, Any]], plain: list[bool], limits: Item
         value = item.get("metadata")
         if value is None or not plain[i]:
             continue
-        attributes = value.get("attributes") if type(value) is dict else None
-        if type(attributes) is not dict or not _ATTRIBUTES_KEY.issuperset(value) or not (
-                _STR.issuperset(map(type, attributes))) or not _ATTRIBUTE_KINDS.issuperset(
-                map(type, attributes.values())):
+        attributes = plain_attributes(value)
+        if attributes is None:
             plain[i] = False
             continue
         key = attribute_key(attributes)

@@ -31,6 +31,7 @@ __all__ = [
     "PendingRecord",
     "attributes_metadata",
     "clean_attributes",
+    "plain_attributes",
     "simple_pending",
     "validate_agent_id",
     "validate_item",
@@ -260,12 +261,25 @@ def _parse_metadata(metadata: object) -> RecordMetadata:
     directly, about 8 us less a social memory; anything else is validated by pydantic. The
     limits are checked after, as for any metadata (``_check_metadata``).
     """
+    attributes = plain_attributes(metadata)
+    if attributes is not None:
+        return attributes_metadata(attributes)
+    return RecordMetadata.parse(metadata)
+
+
+def plain_attributes(metadata: object) -> dict[str, str | bool | int | float] | None:
+    """The attributes of ``{"attributes": {...}}`` metadata holding nothing else, or None.
+
+    Plain dicts only, of ``str`` keys and ``str``, ``bool``, ``int`` or ``float`` values:
+    what strict validation keeps as they are. Their limits are not checked here
+    (:func:`clean_attributes`).
+    """
     if type(metadata) is dict and len(metadata) == 1:
         attributes = metadata.get("attributes")
         if type(attributes) is dict and _STR_ONLY.issuperset(map(type, attributes)) and (
                 _ATTRIBUTE_TYPES.issuperset(map(type, attributes.values()))):
-            return attributes_metadata(attributes)
-    return RecordMetadata.parse(metadata)
+            return attributes
+    return None
 
 
 def attributes_metadata(attributes: Mapping[str, str | bool | int | float]) -> RecordMetadata:
