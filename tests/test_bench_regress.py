@@ -46,6 +46,35 @@ def test_a_benchmark_past_the_ratio_fails_and_unmatched_ones_are_listed(tmp_path
                               "--max-ratio", "2.1"])
 
 
+def test_a_slow_phase_of_the_whole_machine_is_divided_out_but_one_regression_is_not(
+        tmp_path, capsys):
+    baseline = {f"test_{i}": 0.001 for i in range(12)}
+    (tmp_path / "base.json").write_text(json.dumps(baseline), encoding="utf-8")
+    slow = {name: 0.0018 for name in baseline} | {"test_0": 0.0045}  # all 1.8x, one 4.5x
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(_run(slow)), encoding="utf-8")
+    argv = [str(run), "--baseline", str(tmp_path / "base.json"), "--max-ratio", "2"]
+    assert 1 == regress.main(argv)  # 4.5 / 1.8 = 2.5 > 2: the one regression stands out
+    out = capsys.readouterr().out
+    assert "machine factor 1.80" in out
+    assert "test_0: median 4.5 ms is 4.50x the baseline 1 ms, 2.50x after the machine " \
+           "factor (limit 2.0x)" in out and "test_1:" not in out
+    three = [str(run), "--baseline", str(tmp_path / "base.json"), "--max-ratio", "3"]
+    assert 0 == regress.main(three)  # 2.5x after the factor: within 3x
+    assert 1 == regress.main([*three, "--max-factor", "1"])  # off: 4.5x is past 3x
+    # the factor is clamped: never below 1 (a fast run is not made stricter), never past the
+    # --max-factor, and it needs enough benchmarks to be a median of the machine
+    assert regress.machine_factor({f"t{i}": 0.5 for i in range(12)}, 2.0) == 1.0
+    assert regress.machine_factor({f"t{i}": 9.0 for i in range(12)}, 2.0) == 2.0
+    few = {f"t{i}": 1.8 for i in range(regress.MIN_FOR_FACTOR - 1)}
+    assert regress.machine_factor(few, 2.0) == 1.0
+    even = {f"t{i}": 1.0 + (i >= 6) for i in range(12)}  # six 1.0s and six 2.0s
+    assert regress.machine_factor(even, 3.0) == 1.5
+    everything = {name: 0.0070 for name in baseline}  # all 7x: past 2 x 2 whatever the phase
+    run.write_text(json.dumps(_run(everything)), encoding="utf-8")
+    assert 1 == regress.main(argv)
+
+
 def test_save_writes_the_run_as_the_baseline(tmp_path):
     run = tmp_path / "run.json"
     run.write_text(json.dumps(_run({"test_a[200]": 0.5})), encoding="utf-8")
