@@ -291,7 +291,7 @@ class Retriever:
     # ------------------------------------------------------------------ a crowd
     def retrieve_many(
         self,
-        requests: Sequence[tuple[AgentMemory | None, RetrievalRequest, PressureState]],
+        requests: Sequence[tuple[AgentMemory | None, RetrievalRequest, PressureState, int]],
         now: int,
         semantic: SemanticScorer | None = None,
         proximity: ProximityScorer | None = None,
@@ -299,13 +299,15 @@ class Retriever:
     ) -> RetrievedBundles:
         """Bundles for a frame's requests, in order, identical to :meth:`retrieve` each.
 
+        Each request comes with its agent's memory, its pressure and its budget as
+        :meth:`budget_for` granted it (the caller checks every budget before the frame).
         The candidate masks and scores of all agents are computed in shared numpy passes
         over their concatenated columns; the semantic term (where a request has a query) is
-        per agent. Budgets must have been checked (:meth:`budget_for`). With ``hashes``
-        the result also holds each bundle's ``bundle_hash`` (:meth:`bundle_hash`).
+        per agent. With ``hashes`` the result also holds each bundle's ``bundle_hash``
+        (:meth:`bundle_hash`).
         """
         t0 = time.perf_counter()
-        jobs = [Job(am, req, p, self.budget_for(req, p), t0) for am, req, p in requests]
+        jobs = [Job(am, req, p, budget, t0) for am, req, p, budget in requests]
         for job in jobs:
             job.locate(proximity)
         live = [i for i, j in enumerate(jobs) if j.am is not None and j.am.live]

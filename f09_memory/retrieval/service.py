@@ -192,12 +192,11 @@ class RetrievalService:
         if not isinstance(hashes, bool):
             raise InputInvalidError("hashes must be True or False", details={"field": "hashes"})
         reqs = [self._prepare(r) for r in requests]
-        store = self._state.store
+        store, budget_for = self._state.store, self._retriever.budget_for
         jobs = []
-        for r in reqs:
+        for r in reqs:  # every budget is checked before any work
             pressure = r.pressure_state or self._state.pressure
-            self._retriever.budget_for(r, pressure)
-            jobs.append((store.get(r.agent_id), r, pressure))
+            jobs.append((store.get(r.agent_id), r, pressure, budget_for(r, pressure)))
         check_query_vectors(reqs, self._semantic.query_dim)
         self._semantic.prepare_queries([r.query for r in reqs], now)  # one batched call
         return self._retriever.retrieve_many(jobs, now, self._semantic.term, self._proximity,
