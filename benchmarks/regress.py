@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -51,12 +52,9 @@ def ratios(current: dict[str, float], baseline: dict[str, float]) -> dict[str, f
 
 def machine_factor(by_name: dict[str, float], max_factor: float) -> float:
     """The run's median ratio clamped to ``[1, max_factor]``; 1.0 for too few benchmarks."""
-    values = sorted(by_name.values())
-    if len(values) < MIN_FOR_FACTOR:
+    if len(by_name) < MIN_FOR_FACTOR:
         return 1.0
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return min(max(median, 1.0), max(max_factor, 1.0))
+    return min(max(statistics.median(by_name.values()), 1.0), max(max_factor, 1.0))
 
 
 def compare(current: dict[str, float], baseline: dict[str, float], max_ratio: float,
