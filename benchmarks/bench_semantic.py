@@ -72,7 +72,9 @@ def test_retrieve_large_agent_with_hnsw_preselection(benchmark, large_agent) -> 
             agent_id="npc", purpose="reasoning", max_tokens=1800, strategy="semantic",
             query=q), now=LARGE + 1)
 
-    bundle = benchmark.pedantic(run, rounds=rounds(400, 100), iterations=1, warmup_rounds=4)
+    # 300 rounds in short mode too (about 2 s): a p95 of 100 is the 5th-slowest call, which a
+    # few stalls of a shared machine move by milliseconds; of 300 it is the 15th.
+    bundle = benchmark.pedantic(run, rounds=rounds(400, 300), iterations=1, warmup_rounds=4)
     assert LARGE == bundle.diagnostics.candidate_count  # type: ignore[attr-defined]
     ms = timings_ms(benchmark)
     record(f"retrieve {LARGE // 1000}k records, HNSW preselect, p95", np.percentile(ms, 95),
