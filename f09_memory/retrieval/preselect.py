@@ -22,8 +22,9 @@ from f09_memory.retrieval.job import SemanticTerm
 from f09_memory.retrieval.orchestrator import exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
+from f09_memory.vector_index.hnsw import HnswIndex
 
-__all__ = ["nearest", "preselected_term", "search_depth"]
+__all__ = ["nearest", "preselection_depth", "preselected_term", "search_depth"]
 
 _DEPTH_PER_PACKED = 4
 """A preselection's first index search returns this many records per record the budget
@@ -78,22 +79,42 @@ def search_depth(config: MemoryConfig, am: AgentMemory, slots: NDArray[np.intp],
     return min(config.semantic_preselect_k_max, want)
 
 
+def preselection_depth(config: MemoryConfig, am: AgentMemory, index: VectorIndex | None,
+                       slots: NDArray[np.intp], request: RetrievalRequest) -> int | None:
+    """The first search depth when ``slots`` are worth preselecting from ``index``, else None.
+
+    Worth it above ``semantic_preselect_threshold`` candidates and, unless
+    ``semantic_preselect_min_ratio`` is 0, only from an HNSW index and with at least that
+    ratio times the search depth (:func:`search_depth`) in candidates: an exact index's
+    search scans every vector, as scoring every candidate does, and a deep search over
+    few candidates costs more than scoring them all.
+    """
+    n = int(slots.shape[0])
+    if index is None or n <= config.semantic_preselect_threshold:
+        return None
+    k = search_depth(config, am, slots, request)
+    ratio = config.semantic_preselect_min_ratio
+    if ratio and (not isinstance(index, HnswIndex) or n < ratio * k):
+        return None
+    return k
+
+
 def preselected_term(config: MemoryConfig, am: AgentMemory, index: VectorIndex,
-                     slots: NDArray[np.intp], request: RetrievalRequest,
-                     q: NDArray[np.float32]) -> tuple[SemanticTerm, NDArray[np.intp]]:
+                     slots: NDArray[np.intp], q: NDArray[np.float32],
+                     k: int) -> tuple[SemanticTerm, NDArray[np.intp]]:
     """The semantic term of ``slots`` preselected from ``index``, and the slots scored now.
 
-    The slots scored now are the preselected ones. The term carries the left-out
-    candidates (``rest``), their similarity bound, the query and a ``search`` that deepens
-    the index search, for the orchestrator's completion.
+    ``k`` is the first search depth (:func:`preselection_depth`). The slots scored now are
+    the preselected ones. The term carries the left-out candidates (``rest``), their
+    similarity bound, the query and a ``search`` that deepens the index search, for the
+    orchestrator's completion.
     """
     candidate = np.zeros(am.hi, dtype=np.bool_)
     candidate[slots] = True
 
-    def search(k: int) -> tuple[NDArray[np.intp], float]:
-        return nearest(am, index, candidate, q, k)
+    def search(depth: int) -> tuple[NDArray[np.intp], float]:
+        return nearest(am, index, candidate, q, depth)
 
-    k = search_depth(config, am, slots, request)
     near, bound = search(k)
     left_out = candidate.copy()
     left_out[near] = False

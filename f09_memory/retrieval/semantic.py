@@ -11,8 +11,10 @@
 - ``semantic = max(0, cos(record, query centroid))``. The centroid is the normalized mean of
   the query text's embedding and any explicit query vectors. Un-embedded records score 0.
 - Agents with more candidates than ``semantic_preselect_threshold`` are preselected from
-  their vector index (``retrieval.preselect``); below the threshold (or while an agent's
-  index is still being built) every candidate is scored.
+  their vector index where that saves work (``retrieval.preselect.preselection_depth``: an
+  HNSW index and candidates at least ``semantic_preselect_min_ratio`` times the search
+  depth); otherwise (or while an agent's index is still being built) every candidate is
+  scored.
 - Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices
   (``retrieval.indexing``), inserting keys in ascending order. HNSW results are
@@ -40,7 +42,7 @@ from f09_memory.retrieval.async_embedding import AsyncEmbedding, attach_job
 from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
 from f09_memory.retrieval.orchestrator import exact_similarities
-from f09_memory.retrieval.preselect import preselected_term
+from f09_memory.retrieval.preselect import preselected_term, preselection_depth
 from f09_memory.retrieval.query_vectors import QueryVectors
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
@@ -524,6 +526,8 @@ class SemanticMemory:
         if am.vectors is None:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         index = am.index
-        if slots.shape[0] > self.config.semantic_preselect_threshold and index is not None:
-            return preselected_term(self.config, am, index, slots, request, q)
+        depth = preselection_depth(self.config, am, index, slots, request)
+        if depth is not None:
+            assert index is not None
+            return preselected_term(self.config, am, index, slots, q, depth)
         return SemanticTerm(exact_similarities(am, slots, q, ascending=True), None), slots

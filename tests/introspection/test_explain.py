@@ -167,6 +167,7 @@ def test_explain_equals_retrieve_for_many_random_requests() -> None:
 def test_a_preselected_agent_is_explained_with_every_candidate_scored_exactly(
         exact_max: int) -> None:
     cfg = {"embedding_dim": 32, "semantic_preselect_threshold": 100,
+           "semantic_preselect_min_ratio": 0,
            "semantic_preselect_k": 16, "exact_index_max": exact_max}
     pre = MemoryEngine(MemoryConfig(**cfg), seed=5)  # type: ignore[arg-type]
     full = MemoryEngine(MemoryConfig(**{**cfg, "semantic_preselect_threshold": 10**9}),

@@ -74,6 +74,7 @@ def rich_workload(engine: MemoryEngine) -> None:
 def config() -> MemoryConfig:
     return MemoryConfig(episodic_window=10 * MIN, summarization_min_interval_ms=MIN,
                         summarization_batch_size=8, semantic_preselect_threshold=32,
+                        semantic_preselect_min_ratio=0,
                         exact_index_max=64, embedding_dim=16, hnsw_m=8,
                         hnsw_ef_construction=40)
 

@@ -42,7 +42,7 @@ def test_round_trip_keeps_the_state_hash_and_the_next_retrievals(tmp_path: Path)
 
 def test_round_trip_keeps_vector_indexes_of_large_agents(tmp_path: Path) -> None:
     cfg = MemoryConfig(episodic_max=600, semantic_preselect_threshold=100, exact_index_max=200,
-                       semantic_preselect_k=20, embedding_dim=32)
+                       semantic_preselect_min_ratio=0, semantic_preselect_k=20, embedding_dim=32)
     engine = MemoryEngine(cfg, seed=5)
     engine.ingest_many("a", [f"grain river boat {i % 17} sword {i % 5}" for i in range(400)],
                        now=0)

@@ -29,6 +29,7 @@ _GRAPH_SCALARS = ("cur_element_count", "max_elements", "enterpoint_node", "max_l
 
 def config() -> MemoryConfig:
     return MemoryConfig(episodic_max=600, semantic_preselect_threshold=100,
+                        semantic_preselect_min_ratio=0,
                         exact_index_max=200, semantic_preselect_k=20, embedding_dim=16)
 
 

@@ -34,7 +34,7 @@ EPISODIC = MemoryLayer.EPISODIC.code
 def saved() -> bytes:
     """Three agents (an HNSW index, two exact ones), claims, tags, source events, tasks."""
     cfg = MemoryConfig(**LIFECYCLE_CONFIG, embedding_dim=32, semantic_preselect_threshold=10,
-                       exact_index_max=24, semantic_preselect_k=5)
+                       semantic_preselect_min_ratio=0, exact_index_max=24, semantic_preselect_k=5)
     engine = MemoryEngine(cfg, seed=3)
     run_village(engine, agents=3, ticks=20, seed=3, tick_ms=10_000)
     engine.ingest_claim("npc-000", "Budget is 5 gold.", Claim("project:mill", "budget_is", "5"),
@@ -337,6 +337,7 @@ def _apply(engine: MemoryEngine, op: tuple[Any, ...]) -> None:
 def test_any_engine_state_saves_and_loads_without_refusal(tmp_path: Path,
                                                          ops: list[tuple[Any, ...]]) -> None:
     cfg = MemoryConfig(**LIFECYCLE_CONFIG, embedding_dim=16, semantic_preselect_threshold=8,
+                       semantic_preselect_min_ratio=0,
                        exact_index_max=30, semantic_preselect_k=4, episodic_max=40)
     engine = MemoryEngine(cfg, seed=1)
     for op in ops:
@@ -350,7 +351,8 @@ def test_any_engine_state_saves_and_loads_without_refusal(tmp_path: Path,
 
 
 def test_a_record_updated_then_removed_leaves_the_vector_index() -> None:
-    cfg = MemoryConfig(embedding_dim=16, semantic_preselect_threshold=8, exact_index_max=30)
+    cfg = MemoryConfig(embedding_dim=16, semantic_preselect_threshold=8,
+                       semantic_preselect_min_ratio=0, exact_index_max=30)
     engine = MemoryEngine(cfg, seed=1)
     engine.ingest_many("a", [f"river day {i}" for i in range(12)], now=0)
     engine.tick(1)

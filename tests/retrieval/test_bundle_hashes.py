@@ -105,8 +105,8 @@ def test_hashes_after_load_and_in_a_fresh_process_state(tmp_path: Path) -> None:
 
 
 def test_hashes_of_empty_unknown_and_large_preselected_agents() -> None:
-    engine = MemoryEngine(MemoryConfig(semantic_preselect_threshold=200, exact_index_max=100),
-                          seed=1)
+    engine = MemoryEngine(MemoryConfig(semantic_preselect_threshold=200, exact_index_max=100,
+                                       semantic_preselect_min_ratio=0), seed=1)
     rng = np.random.default_rng(0)
     words = ["wolf", "mill", "smith", "river", "bread", "storm", "lantern", "gate"]
     engine.ingest_many("big", [

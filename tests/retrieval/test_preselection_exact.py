@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
+from f09_memory.errors import MemoryEngineError
 from f09_memory.retrieval.completion import Completion
 
 LABELED = Path(__file__).parents[1] / "data" / "retrieval_quality.json"
@@ -30,8 +31,8 @@ def build(n: int, seed: int, **cfg: object) -> MemoryEngine:
 
 @pytest.mark.parametrize(("kind", "exact_max"), [("exact", 100_000), ("hnsw", 1_000)])
 def test_preselected_bundles_equal_full_scoring(kind: str, exact_max: int) -> None:
-    cfg = {"semantic_preselect_threshold": 500, "semantic_preselect_k": 32,
-           "exact_index_max": exact_max}
+    cfg = {"semantic_preselect_threshold": 500, "semantic_preselect_min_ratio": 0,
+           "semantic_preselect_k": 32, "exact_index_max": exact_max}
     pre = build(3_000, 3, **cfg)
     full = build(3_000, 3, **{**cfg, "semantic_preselect_threshold": 10**9})
     am = pre._state.store.get("npc")
@@ -104,8 +105,8 @@ def test_a_loose_similarity_bound_still_gives_full_scoring(k: int, k_max: int) -
 def test_preselection_equals_full_scoring_on_the_labeled_set(
         kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     labeled = json.loads(LABELED.read_text())
-    cfg = {"semantic_preselect_threshold": 1, "semantic_preselect_k": 1,
-           "exact_index_max": 10**6 if kind == "exact" else 4}
+    cfg = {"semantic_preselect_threshold": 1, "semantic_preselect_min_ratio": 0,
+           "semantic_preselect_k": 1, "exact_index_max": 10**6 if kind == "exact" else 4}
     last = max(int(m["minute"]) for ms in labeled["agents"].values() for m in ms)
     now = (last + 10) * 60_000
 
@@ -132,3 +133,41 @@ def test_preselection_equals_full_scoring_on_the_labeled_set(
                 assert bundle_hash(full.retrieve(request, now=now)) == bundle_hash(
                     pre.retrieve(request, now=now))
     assert len(completions) >= len(labeled["queries"]) * 4  # the small budgets preselect
+
+
+@pytest.mark.parametrize(("kind", "exact_max", "limit", "preselects"), [
+    ("exact", 100_000, 1, False),  # an exact index's search scans every vector: never
+    ("hnsw", 300, 100, False),  # depth 400: 3,000 candidates are fewer than 48 x 400
+    ("hnsw", 300, 1, True),  # depth 4: 3,000 >= 48 x 4
+])
+def test_preselection_is_used_only_where_it_saves_work(
+        kind: str, exact_max: int, limit: int, preselects: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = {"semantic_preselect_threshold": 500, "semantic_preselect_k": 1,
+           "exact_index_max": exact_max}
+    pre = build(3_000, 4, **cfg)
+    full = build(3_000, 4, **{**cfg, "semantic_preselect_threshold": 10**9})
+    am = pre._state.store.get("npc")
+    assert am is not None and am.index is not None
+    assert (kind == "hnsw") == (type(am.index).__name__ == "HnswIndex")
+    searches: list[int] = []
+    index_search = type(am.index).search
+    monkeypatch.setattr(type(am.index), "search", lambda self, q, k, allowed=None: (
+        searches.append(k), index_search(self, q, k, allowed))[1])
+    request = RetrievalRequest(agent_id="npc", purpose="reasoning", max_tokens=1_800,
+                               strategy="semantic", limit=limit, query="gold debt at the mill")
+    got = pre.retrieve(request, now=3_001)
+    assert bool(searches) is preselects
+    assert bundle_hash(got) == bundle_hash(full.retrieve(request, now=3_001))
+    # 0 turns the rule off: the same request preselects from either kind of index
+    searches.clear()
+    always = build(3_000, 4, **{**cfg, "semantic_preselect_min_ratio": 0})
+    assert bundle_hash(always.retrieve(request, now=3_001)) == bundle_hash(got)
+    assert searches
+
+
+def test_a_negative_preselect_ratio_is_refused() -> None:
+    with pytest.raises(MemoryEngineError) as info:
+        MemoryConfig(semantic_preselect_min_ratio=-1)
+    assert info.value.code.value == "MEMORY_CONFIG_INVALID"
+    assert "semantic_preselect_min_ratio" in info.value.message

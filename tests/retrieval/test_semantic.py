@@ -186,7 +186,8 @@ def test_bad_embedder_is_rejected() -> None:
 
 
 def big_engine(n: int = 400, **config: object) -> MemoryEngine:
-    cfg = MemoryConfig(episodic_max=1_000, semantic_preselect_threshold=100, exact_index_max=250,
+    cfg = MemoryConfig(episodic_max=1_000, semantic_preselect_threshold=100,
+                       semantic_preselect_min_ratio=0, exact_index_max=250,
                        semantic_preselect_k=20, embedding_dim=64, **config)
     engine = MemoryEngine(cfg, seed=3)
     rng = np.random.default_rng(0)

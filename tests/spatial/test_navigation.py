@@ -96,7 +96,7 @@ def test_retrieve_many_gives_the_bundles_of_retrieve_one_by_one() -> None:
 def test_a_preselected_large_agent_scores_proximity_too() -> None:
     small = engine_with_places(40)
     large = engine_with_places(40, semantic_preselect_threshold=2, semantic_preselect_k=2,
-                               exact_index_max=4)
+                               semantic_preselect_min_ratio=0, exact_index_max=4)
     large.tick(1, budget_ms=50.0)  # builds the agents' vector indexes
     assert all(am.index is not None for am in large._state.store)
     request = nav("a", [260, 0], query="place", limit=2)
