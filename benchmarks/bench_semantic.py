@@ -6,21 +6,27 @@ preselection and its exact completion p95 <= 5 ms, its bundles those of full sco
 (overlap >= 0.99). CI enforces the spec's retrieval bound (p95 < 10 ms, QG4). On the
 paraphrase set (no query shares a content word with its answers) MiniLM's recall@5 with the
 semantic strategy must reach 0.85 (issue 16); the hashing embedder's is reported beside it.
-``F09_BENCH_SHORT=1`` uses a 20,000-record agent for the preselection benchmark.
+``F09_BENCH_SHORT=1`` uses a 20,000-record agent for the preselection benchmark. With the
+default config the engine preselects only where that saves work
+(``semantic_preselect_min_ratio``): at 100k records it does, at 20k it scores every candidate
+(faster there), so the spec is checked on what a host gets; the always-preselected path is
+reported beside it, and the overlap with full scoring is measured on it.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from targets import SHORT, record, rounds, timings_ms
 
-from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, Strategy
+from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, RetrievedBundle, Strategy
 from f09_memory.evaluation import evaluate_retrieval, pure_weights_config
+from f09_memory.retrieval.preselect import preselection_depth
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_retrieval import engine_with
@@ -47,12 +53,13 @@ def test_retrieve_2k_with_semantic_term(benchmark) -> None:
            goal=0.8)
 
 
-@pytest.fixture(scope="module")
-def large_agent() -> MemoryEngine:
+def _large_agent(min_ratio: int | None) -> MemoryEngine:
     rng = np.random.default_rng(5)
     words = ("grain wheat barley river boat fish net sword shield arrow bow king queen "
              "tavern ale bread smith forge iron gold debt wolf forest road bridge").split()
-    engine = MemoryEngine(MemoryConfig(episodic_max=LARGE, exact_index_max=10_000), seed=1)
+    ratio = {} if min_ratio is None else {"semantic_preselect_min_ratio": min_ratio}
+    engine = MemoryEngine(MemoryConfig(episodic_max=LARGE, exact_index_max=10_000, **ratio),
+                          seed=1)
     batch = 5_000
     for start in range(0, LARGE, batch):
         engine.ingest_many("npc", [{"content": " ".join(rng.choice(words, 10)) + ".",
@@ -62,23 +69,60 @@ def large_agent() -> MemoryEngine:
     return engine
 
 
-def test_retrieve_large_agent_with_hnsw_preselection(benchmark, large_agent) -> None:
-    benchmark.group = "semantic"
+@pytest.fixture(scope="module")
+def large_agent() -> MemoryEngine:
+    """One agent of ``LARGE`` records and its HNSW index, the default config: preselection
+    where it saves work (at 100k and an 1,800-token budget; at 20k every candidate is scored,
+    which is faster there)."""
+    return _large_agent(None)
+
+
+@pytest.fixture(scope="module")
+def preselecting_agent() -> MemoryEngine:
+    """The same agent, always preselected (``semantic_preselect_min_ratio=0``)."""
+    return _large_agent(0)
+
+
+def _latency_queries(engine: MemoryEngine) -> Callable[[], RetrievedBundle]:
+    """One retrieval per call, the latency queries in turn (1,800 tokens, semantic)."""
     it = iter(range(10**9))
 
-    def run() -> object:
+    def run() -> RetrievedBundle:
         q = LATENCY_QUERIES[next(it) % len(LATENCY_QUERIES)]
-        return large_agent.retrieve(RetrievalRequest(
+        return engine.retrieve(RetrievalRequest(
             agent_id="npc", purpose="reasoning", max_tokens=1800, strategy="semantic",
             query=q), now=LARGE + 1)
 
+    return run
+
+
+def test_retrieve_large_agent_with_hnsw_index(benchmark, large_agent) -> None:
+    benchmark.group = "semantic"
+    run = _latency_queries(large_agent)
     # 300 rounds in short mode too (about 2 s): a p95 of 100 is the 5th-slowest call, which a
     # few stalls of a shared machine move by milliseconds; of 300 it is the 15th.
     bundle = benchmark.pedantic(run, rounds=rounds(400, 300), iterations=1, warmup_rounds=4)
-    assert LARGE == bundle.diagnostics.candidate_count  # type: ignore[attr-defined]
+    assert LARGE == bundle.diagnostics.candidate_count
     ms = timings_ms(benchmark)
-    record(f"retrieve {LARGE // 1000}k records, HNSW preselect, p95", np.percentile(ms, 95),
-           "ms", spec=10.0, goal=5.0)
+    am = large_agent._state.store.get("npc")
+    assert am is not None and am.index is not None
+    request = RetrievalRequest(agent_id="npc", purpose="reasoning", max_tokens=1800,
+                               strategy="semantic", query=LATENCY_QUERIES[0])
+    slots = np.arange(am.hi, dtype=np.intp)
+    how = ("HNSW preselect" if preselection_depth(large_agent.config, am, am.index, slots,
+                                                 request) is not None else "all scored")
+    record(f"retrieve {LARGE // 1000}k records, HNSW index ({how}), p95",
+           np.percentile(ms, 95), "ms", spec=10.0, goal=5.0)
+
+
+def test_retrieve_large_agent_always_preselected(benchmark, preselecting_agent) -> None:
+    """The preselection path itself at ``LARGE`` records (reported, the spec checked above)."""
+    benchmark.group = "semantic"
+    benchmark.pedantic(_latency_queries(preselecting_agent), rounds=rounds(400, 100),
+                       iterations=1, warmup_rounds=4)
+    ms = timings_ms(benchmark)
+    record(f"retrieve {LARGE // 1000}k records, always preselected, p95",
+           np.percentile(ms, 95), "ms", spec=None, goal=5.0)
 
 
 def test_quality_on_the_labeled_set(benchmark) -> None:
@@ -117,9 +161,10 @@ def test_quality_on_paraphrases_minilm_beside_hashing(benchmark, minilm) -> None
     record(f"MRR {model.name}", model.mrr, "", spec=None, goal=None, higher_is_better=True)
 
 
-def test_preselection_overlap_with_full_scoring(benchmark, large_agent) -> None:
+def test_preselection_overlap_with_full_scoring(benchmark, preselecting_agent) -> None:
     """Issue target: the preselected bundle equals full scoring (overlap >= 0.99)."""
     benchmark.group = "semantic"
+    large_agent = preselecting_agent
     am = large_agent._state.store.get("npc")
     assert am is not None and am.index is not None
     rng = np.random.default_rng(11)
