@@ -99,9 +99,8 @@ def preselection_depth(config: MemoryConfig, am: AgentMemory, index: VectorIndex
     return k
 
 
-def preselected_term(config: MemoryConfig, am: AgentMemory, index: VectorIndex,
-                     slots: NDArray[np.intp], q: NDArray[np.float32],
-                     k: int) -> tuple[SemanticTerm, NDArray[np.intp]]:
+def preselected_term(am: AgentMemory, index: VectorIndex, slots: NDArray[np.intp],
+                     q: NDArray[np.float32], k: int) -> tuple[SemanticTerm, NDArray[np.intp]]:
     """The semantic term of ``slots`` preselected from ``index``, and the slots scored now.
 
     ``k`` is the first search depth (:func:`preselection_depth`). The slots scored now are

@@ -529,5 +529,5 @@ class SemanticMemory:
         depth = preselection_depth(self.config, am, index, slots, request)
         if depth is not None:
             assert index is not None
-            return preselected_term(self.config, am, index, slots, q, depth)
+            return preselected_term(am, index, slots, q, depth)
         return SemanticTerm(exact_similarities(am, slots, q, ascending=True), None), slots
