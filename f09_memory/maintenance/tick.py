@@ -69,7 +69,7 @@ from f09_memory.maintenance.budget import WorkBudget
 from f09_memory.procedural.miner import ProceduralMiner
 from f09_memory.protocols import PressureSource
 from f09_memory.retention import Compactor, compact_store
-from f09_memory.retrieval.indexing import IndexBuilder
+from f09_memory.retrieval.indexing import IndexBuilder, index_threshold
 from f09_memory.retrieval.semantic import SemanticMemory
 from f09_memory.schema.enums import PressureState
 from f09_memory.store.agent import (
@@ -441,10 +441,9 @@ class Maintenance:
                           live: np.ndarray) -> list[AgentMemory]:
         """Agents that may have index work (from the survey).
 
-        More live records than ``semantic_preselect_threshold``, or a build in progress.
+        More live records than ``retrieval.indexing.index_threshold``, or a build in progress.
         """
-        mask = (stats[:, STAT_BUILDING] != 0) | (
-            live > self._state.config.semantic_preselect_threshold)
+        mask = (stats[:, STAT_BUILDING] != 0) | (live > index_threshold(self._state.config))
         return [agents[i] for i in np.flatnonzero(mask).tolist()]
 
     def _compact(self, agents: list[AgentMemory], stats: np.ndarray, now: int,

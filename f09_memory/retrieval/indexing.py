@@ -1,7 +1,7 @@
 """Vector indexes built and migrated in tick slices (the tick's index step).
 
-An agent needs an index once its embedded records exceed ``semantic_preselect_threshold``;
-its kind follows ``exact_index_max`` (:class:`~f09_memory.vector_index.ExactIndex` up to it,
+An agent needs an index once its embedded records exceed :func:`index_threshold`; its kind
+follows ``exact_index_max`` (:class:`~f09_memory.vector_index.ExactIndex` up to it,
 :class:`~f09_memory.vector_index.HnswIndex` above). A build inserts keys in ascending order,
 ``tick_costs.index_insert`` (HNSW) or ``index_insert_exact`` units per vector, serves no
 query until complete, and then replaces the old index.
@@ -21,9 +21,22 @@ from f09_memory.store.agent import AgentMemory
 from f09_memory.vector_index.hnsw import HnswIndex
 from f09_memory.vector_index.select import make_index
 
-__all__ = ["IndexBuilder", "slice_in_key_order"]
+__all__ = ["IndexBuilder", "index_threshold", "slice_in_key_order"]
 
 _INDEX_BUILD = attrgetter("index_build")
+
+
+def index_threshold(config: MemoryConfig) -> int:
+    """The embedded records above which an agent gets a vector index.
+
+    ``semantic_preselect_threshold``; with ``semantic_preselect_min_ratio`` set (not 0), only
+    an HNSW index can preselect (``retrieval.preselect.preselection_depth``), so no index is
+    built below ``exact_index_max``: an exact one would never be read.
+    """
+    threshold = config.semantic_preselect_threshold
+    if config.semantic_preselect_min_ratio:
+        return max(threshold, config.exact_index_max)
+    return threshold
 
 
 def slice_in_key_order(
@@ -63,16 +76,17 @@ class IndexBuilder:
         """The agents that may have index work.
 
         Those with more live records (``live``, aligned with ``agents``) than
-        ``semantic_preselect_threshold``, or with a build in progress.
+        :func:`index_threshold`, or with a build in progress.
         """
         n = len(agents)
         building = np.fromiter(map(is_not, map(_INDEX_BUILD, agents), repeat(None)), bool, n)
-        mask = building | (live > self.config.semantic_preselect_threshold)
+        mask = building | (live > index_threshold(self.config))
         return [agents[i] for i in np.flatnonzero(mask).tolist()]
 
     def backlog(self, candidates: Sequence[AgentMemory]) -> int:
         """Vectors still to insert into indexes being built or due to be built."""
         cfg = self.config
+        threshold = index_threshold(cfg)
         total = 0
         for am in candidates:
             hi = am.hi
@@ -80,7 +94,7 @@ class IndexBuilder:
             if am.index_build is not None:
                 total += int(np.count_nonzero(am.embedded[:hi]
                                               & (am.key[:hi] >= am.index_cursor)))
-            elif count > cfg.semantic_preselect_threshold and am.vectors is not None and not (
+            elif count > threshold and am.vectors is not None and not (
                     am.index is not None
                     and isinstance(am.index, HnswIndex) == (count > cfg.exact_index_max)):
                 total += count
@@ -89,18 +103,19 @@ class IndexBuilder:
     def slice(self, candidates: Sequence[AgentMemory], budget: int | None) -> int:
         """Build or migrate agent indexes in key order within ``budget``; returns units used.
 
-        An agent needs an index once its embedded records exceed
-        ``semantic_preselect_threshold``; its kind (exact or HNSW) follows ``exact_index_max``.
+        An agent needs an index once its embedded records exceed :func:`index_threshold`; its
+        kind (exact or HNSW) follows ``exact_index_max``.
         A build in progress serves no query until complete; then it replaces the old index.
         Only ``candidates`` (:meth:`candidates`) are looked at.
         """
         cfg = self.config
         costs = cfg.tick_costs
+        threshold = index_threshold(cfg)
         used = 0
         for am in candidates:
             hi = am.hi
             count = int(am.embedded[:hi].sum())
-            if count <= cfg.semantic_preselect_threshold or am.vectors is None:
+            if count <= threshold or am.vectors is None:
                 continue
             want_hnsw = count > cfg.exact_index_max
             if am.index_build is None:

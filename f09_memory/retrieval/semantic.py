@@ -15,7 +15,8 @@
   HNSW index and candidates at least ``semantic_preselect_min_ratio`` times the search
   depth); otherwise (or while an agent's index is still being built) every candidate is
   scored.
-- Indexes: :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
+- Indexes (above ``retrieval.indexing.index_threshold`` embedded records):
+  :class:`~f09_memory.vector_index.ExactIndex` up to ``exact_index_max`` vectors,
   :class:`~f09_memory.vector_index.HnswIndex` above; built and migrated in tick slices
   (``retrieval.indexing``), inserting keys in ascending order. HNSW results are
   reproducible on the same build and CPU; exact search everywhere.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
 from f09_memory.errors import MemoryEngineError
 from f09_memory.retrieval.completion import Completion
+from f09_memory.vector_index import ExactIndex, HnswIndex
 
 LABELED = Path(__file__).parents[1] / "data" / "retrieval_quality.json"
 WORDS = ("smith well gold debt market guard fire bread river king queen sword horse tavern "
@@ -87,7 +90,7 @@ def assert_equal_to_full_scoring(engine: MemoryEngine, requests: list[RetrievalR
 
 
 def test_preselection_equals_full_scoring_on_a_seeded_20k_hnsw_agent() -> None:
-    engine = build(20_000, 7, exact_index_max=5_000)
+    engine = build(20_000, 7, exact_index_max=5_000, semantic_preselect_min_ratio=0)
     assert type(engine._state.store.get("npc").index).__name__ == "HnswIndex"  # type: ignore[union-attr]
     assert_equal_to_full_scoring(engine, requests_for_20k(), now=21_000)
 
@@ -97,7 +100,7 @@ def test_a_loose_similarity_bound_still_gives_full_scoring(k: int, k_max: int) -
     # a tiny first search leaves a loose bound on 20k records, as K = 128 does on 100k:
     # the completion scores thousands of left-out records, or deepens the search
     engine = build(20_000, 8, exact_index_max=100_000, semantic_preselect_k=k,
-                   semantic_preselect_k_max=k_max)
+                   semantic_preselect_k_max=k_max, semantic_preselect_min_ratio=0)
     assert_equal_to_full_scoring(engine, requests_for_20k(), now=21_000)
 
 
@@ -145,25 +148,36 @@ def test_preselection_is_used_only_where_it_saves_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = {"semantic_preselect_threshold": 500, "semantic_preselect_k": 1,
            "exact_index_max": exact_max}
+    searches: list[int] = []
+    for index_type in (ExactIndex, HnswIndex):
+        monkeypatch.setattr(index_type, "search", _counted(index_type.search, searches))
     pre = build(3_000, 4, **cfg)
     full = build(3_000, 4, **{**cfg, "semantic_preselect_threshold": 10**9})
     am = pre._state.store.get("npc")
-    assert am is not None and am.index is not None
-    assert (kind == "hnsw") == (type(am.index).__name__ == "HnswIndex")
-    searches: list[int] = []
-    index_search = type(am.index).search
-    monkeypatch.setattr(type(am.index), "search", lambda self, q, k, allowed=None: (
-        searches.append(k), index_search(self, q, k, allowed))[1])
+    assert am is not None
+    # only an index that preselection can read is built: none below exact_index_max
+    assert (kind == "hnsw") == isinstance(am.index, HnswIndex)
+    assert (kind == "exact") == (am.index is None)
     request = RetrievalRequest(agent_id="npc", purpose="reasoning", max_tokens=1_800,
                                strategy="semantic", limit=limit, query="gold debt at the mill")
     got = pre.retrieve(request, now=3_001)
     assert bool(searches) is preselects
     assert bundle_hash(got) == bundle_hash(full.retrieve(request, now=3_001))
-    # 0 turns the rule off: the same request preselects from either kind of index
+    # 0 turns the rule off: an index of either kind is built, and the same request
+    # preselects from it
     searches.clear()
     always = build(3_000, 4, **{**cfg, "semantic_preselect_min_ratio": 0})
+    kept = always._state.store.get("npc")
+    assert kept is not None and kept.index is not None
     assert bundle_hash(always.retrieve(request, now=3_001)) == bundle_hash(got)
     assert searches
+
+
+def _counted(search: Callable[..., Any], calls: list[int]) -> Callable[..., Any]:
+    def counted(self: object, q: object, k: int, allowed: object = None) -> Any:
+        calls.append(k)
+        return search(self, q, k, allowed)
+    return counted
 
 
 def test_a_negative_preselect_ratio_is_refused() -> None:
