@@ -79,7 +79,7 @@ def search_depth(config: MemoryConfig, am: AgentMemory, slots: NDArray[np.intp],
     return min(config.semantic_preselect_k_max, want)
 
 
-def preselection_depth(config: MemoryConfig, am: AgentMemory, index: VectorIndex | None,
+def preselection_depth(config: MemoryConfig, am: AgentMemory, index: VectorIndex,
                        slots: NDArray[np.intp], request: RetrievalRequest) -> int | None:
     """The first search depth when ``slots`` are worth preselecting from ``index``, else None.
 
@@ -90,7 +90,7 @@ def preselection_depth(config: MemoryConfig, am: AgentMemory, index: VectorIndex
     few candidates costs more than scoring them all.
     """
     n = int(slots.shape[0])
-    if index is None or n <= config.semantic_preselect_threshold:
+    if n <= config.semantic_preselect_threshold:
         return None
     k = search_depth(config, am, slots, request)
     ratio = config.semantic_preselect_min_ratio

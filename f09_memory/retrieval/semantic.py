@@ -527,8 +527,7 @@ class SemanticMemory:
         if am.vectors is None:
             return SemanticTerm(np.zeros(slots.shape[0]), None), slots
         index = am.index
-        depth = preselection_depth(self.config, am, index, slots, request)
-        if depth is not None:
-            assert index is not None
+        if index is not None and (
+                depth := preselection_depth(self.config, am, index, slots, request)) is not None:
             return preselected_term(am, index, slots, q, depth)
         return SemanticTerm(exact_similarities(am, slots, q, ascending=True), None), slots
