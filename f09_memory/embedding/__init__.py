@@ -8,9 +8,13 @@ error translation to MEMORY_EMBEDDING_FAILED), ``calibrate`` (calibrate_embedder
 embedder's cost per text in the tick's work units). The provider contract itself,
 ``EmbeddingProvider``, lives in :mod:`f09_memory.protocols`.
 
-``openai_compatible`` (OpenAICompatibleEmbedder, ``embeddings_url``) calls an OpenAI-compatible
-``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp) over httpx, the
-optional ``[openai]`` extra.
+``process`` (ProcessEmbedder) runs any provider in a child process of its own, so a real
+model never holds the host's GIL nor fills its garbage collector (``_child``: that process's
+entry point).
+
+``openai_compatible`` (OpenAICompatibleEmbedder, ``embeddings_url``) calls an
+OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp)
+over httpx, the optional ``[openai]`` extra.
 """
 
 from f09_memory.embedding.batching import check_texts, embed_in_batches, l2_normalize_rows
@@ -18,6 +22,7 @@ from f09_memory.embedding.calibrate import EmbedderCalibration, calibrate_embedd
 from f09_memory.embedding.hashing import HashingEmbedder
 from f09_memory.embedding.null import NullEmbedder, is_available
 from f09_memory.embedding.openai_compatible import OpenAICompatibleEmbedder, embeddings_url
+from f09_memory.embedding.process import ProcessEmbedder
 from f09_memory.embedding.sentence_transformers import (
     DEFAULT_MODEL,
     SentenceTransformerEmbedder,
@@ -31,6 +36,7 @@ __all__ = [
     "HashingEmbedder",
     "NullEmbedder",
     "OpenAICompatibleEmbedder",
+    "ProcessEmbedder",
     "SentenceTransformerEmbedder",
     "bundled_model_path",
     "calibrate_embedder",

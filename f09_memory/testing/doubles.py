@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -75,12 +76,15 @@ class FakeEmbedder:
     """A deterministic ``EmbeddingProvider`` built on sha256.
 
     Each text maps to a unit vector seeded by the sha256 of the text: equal texts give equal
-    vectors, unrelated texts near-orthogonal ones.
+    vectors, unrelated texts near-orthogonal ones. ``delay_s`` makes each ``embed`` call
+    sleep that long first (a slow model, for time-outs).
     """
 
-    def __init__(self, dim: int = 16, version: str = "fake-v1") -> None:
+    def __init__(self, dim: int = 16, version: str = "fake-v1", *,
+                 delay_s: float = 0.0) -> None:
         self._dim = dim
         self._version = version
+        self.delay_s = delay_s
         self.calls = 0
 
     @property
@@ -94,8 +98,10 @@ class FakeEmbedder:
         return self._version
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed ``texts`` deterministically."""
+        """Embed ``texts`` deterministically (after ``delay_s``)."""
         self.calls += 1
+        if self.delay_s > 0:
+            time.sleep(self.delay_s)
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
             seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")

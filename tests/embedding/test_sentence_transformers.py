@@ -3,6 +3,7 @@ import shutil
 import sys
 import types
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import f09_memory.embedding.sentence_transformers as st_module
 from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.embedding import (
     DEFAULT_MODEL,
+    ProcessEmbedder,
     SentenceTransformerEmbedder,
     bundled_model_path,
     resolve_model,
@@ -277,3 +279,14 @@ def test_real_model_query_leaves_the_torch_thread_setting_alone(minilm):
     minilm.embed(["one query"])
     minilm.embed(["a batch text"] * (SMALL_CALL + 1))
     assert before == torch.get_num_threads()
+
+
+def test_real_model_in_a_child_process_gives_the_models_vectors(minilm, capfd):
+    texts = ["The smith forged a sword.", "A blacksmith made a blade.", "It rained."]
+    capfd.readouterr()
+    with ProcessEmbedder(partial(SentenceTransformerEmbedder, num_threads=1)) as child:
+        assert minilm.version == child.version
+        assert minilm.dim == child.dim
+        assert minilm.tick_cost_units == child.tick_cost_units
+        np.testing.assert_allclose(minilm.embed(texts), child.embed(texts), atol=1e-5)
+    assert "Loading weights" not in capfd.readouterr().err

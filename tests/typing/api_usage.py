@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
+
+import numpy as np
+from numpy.typing import NDArray
 
 from f09_memory import (
     AgentMetrics,
@@ -39,7 +43,7 @@ from f09_memory import (
     render_prometheus,
 )
 from f09_memory.bus import RecordCreated
-from f09_memory.embedding import OpenAICompatibleEmbedder
+from f09_memory.embedding import HashingEmbedder, OpenAICompatibleEmbedder, ProcessEmbedder
 from f09_memory.introspection import ExclusionReason
 from f09_memory.tools import tool_definitions
 
@@ -104,6 +108,10 @@ remote = OpenAICompatibleEmbedder("http://localhost:11434", "nomic-embed-text", 
 provider: EmbeddingProvider = remote
 remote_engine = MemoryEngine(MemoryConfig(), embedder=provider)
 remote.close()
+
+with ProcessEmbedder(partial(HashingEmbedder, 64), threads=1, timeout_s=5.0) as child:
+    child_provider: EmbeddingProvider = child
+    child_rows: NDArray[np.float32] = child.embed(["a text"])
 
 keyed = MemoryConfig(redaction_key="a-random-key-of-16+-chars")
 restored: MemoryConfig = MemoryConfig.parse(keyed.to_json_dict()).with_redaction_key(
