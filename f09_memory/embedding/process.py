@@ -140,7 +140,7 @@ class ProcessEmbedder:
         self._threads = threads
         self._start_timeout_s = float(start_timeout_s)
         self._timeout_s = None if timeout_s is None else float(timeout_s)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # close() waits for a call in flight
         ours, theirs = socket.socketpair()
         env = dict(os.environ)  # the host's, and its import path (as multiprocessing does)
         env["PYTHONPATH"] = os.pathsep.join(entry or os.curdir for entry in sys.path)
@@ -234,8 +234,9 @@ class ProcessEmbedder:
         return np.frombuffer(bytearray(data), dtype=np.float32).reshape(rows, dim)
 
     def close(self) -> None:
-        """Stop the child (idempotent); later ``embed`` calls fail."""
-        self._finalizer()
+        """Stop the child once a call in flight is answered (idempotent); later calls fail."""
+        with self._lock:
+            self._finalizer()
 
     def __enter__(self) -> ProcessEmbedder:
         return self
@@ -284,5 +285,8 @@ def serve(sock: socket.socket) -> None:
             reply: tuple[Any, ...] = ("ok", rows.tobytes(), rows.shape[0], rows.shape[1])
         except Exception as exc:
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        _send(sock, reply)
+        try:
+            _send(sock, reply)
+        except OSError:  # the parent closed the channel meanwhile
+            return
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -154,3 +155,18 @@ def test_a_child_too_slow_to_start_is_stopped() -> None:
     with pytest.raises(EmbeddingFailedError, match="within 1 s"):
         ProcessEmbedder(partial(time.sleep, 60), start_timeout_s=1.0)
     assert time.perf_counter() - started < 30  # killed, not waited for
+
+
+def test_close_from_another_thread_lets_the_call_in_flight_finish() -> None:
+    embedder = ProcessEmbedder(partial(FakeEmbedder, DIM, delay_s=0.5))
+    got: list[np.ndarray] = []
+    caller = threading.Thread(target=lambda: got.append(embedder.embed(["x"])))
+    caller.start()
+    while embedder._lock.acquire(blocking=False):  # until the caller holds it (in flight)
+        embedder._lock.release()
+        time.sleep(0.005)
+    embedder.close()
+    caller.join()
+    assert np.array_equal(FakeEmbedder(DIM).embed(["x"]), got[0])
+    with pytest.raises(EmbeddingFailedError, match="stopped"):
+        embedder.embed(["x"])
