@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest
 from f09_memory.determinism.scenario import Village, run_village
+from f09_memory.embedding import HashingEmbedder, ProcessEmbedder
 from f09_memory.errors import (
     InputInvalidError,
     RecordNotFoundError,
@@ -320,3 +322,18 @@ def test_nearby_is_answered_by_the_agent_s_shard(two: ShardedMemoryEngine) -> No
         two.nearby("n-a", (0, 0), radius=-1, k=2)
     with pytest.raises(InputInvalidError):
         two.nearby("", (0, 0), radius=1, k=2)
+
+
+def test_shards_on_an_embedder_in_child_processes_give_the_single_process_hashes(
+        single: dict[str, str]) -> None:
+    # Each shard unpickles the ProcessEmbedder: a child process of its own per shard, with
+    # the default embedder's vectors (HashingEmbedder(dim, seed=engine seed)).
+    embedder = ProcessEmbedder(partial(HashingEmbedder, MemoryConfig().embedding_dim,
+                                       seed=SEED))
+    engine = sharded(2, embedder=embedder)
+    try:
+        got = run_village(engine, agents=AGENTS, ticks=TICKS, seed=SEED).hashes()
+        assert {k: single[k] for k in got} == got
+    finally:
+        engine.close()
+        embedder.close()
