@@ -83,7 +83,9 @@ __all__ = [
     "Retriever",
     "SemanticScorer",
     "SemanticTerm",
+    "clipped_term",
     "exact_similarities",
+    "raw_similarities",
 ]
 
 
@@ -104,17 +106,30 @@ def exact_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.f
     ``ascending``: ``slots`` are known to be ascending (candidates are); when they are then
     every slot of ``[0, hi)``, the product is the term as is, without a gather.
     """
+    return clipped_term(am, slots, raw_similarities(am, slots, q, ascending), ascending)
+
+
+def raw_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
+                     ascending: bool = False) -> NDArray[np.float64]:
+    """``cos(vector, q)`` of the vectors stored in ``slots`` (embedded or not), a new array.
+
+    Each value depends only on its slot's vector and ``q`` (``similarities``), so it is the
+    same bits whichever way the rows are taken.
+    """
     assert am.vectors is not None
     n, hi = slots.shape[0], am.hi
     if n * 4 < hi:  # few rows: gather them
-        sims = similarities(am.vectors, q, slots)
-        embedded = am.embedded[slots]
-    elif ascending and n == hi:  # every slot, in order: the product itself
-        sims = similarities(am.vectors[:hi], q)
-        embedded = am.embedded[:hi]
-    else:  # most rows: one contiguous product beats copying the rows out
-        sims = similarities(am.vectors[:hi], q)[slots]
-        embedded = am.embedded[slots]
+        return similarities(am.vectors, q, slots)
+    if ascending and n == hi:  # every slot, in order: the product itself
+        return similarities(am.vectors[:hi], q)
+    return similarities(am.vectors[:hi], q)[slots]  # most rows: one contiguous product
+
+
+def clipped_term(am: AgentMemory, slots: NDArray[np.intp], sims: NDArray[np.float64],
+                 ascending: bool = False) -> NDArray[np.float64]:
+    """``sims`` of ``slots`` as the semantic term, in place: clipped to [0, 1], 0 unembedded."""
+    embedded = (am.embedded[: am.hi] if ascending and slots.shape[0] == am.hi
+                else am.embedded[slots])
     if not embedded.all():
         sims[~embedded] = 0.0
     np.minimum(np.maximum(sims, 0.0, out=sims), 1.0, out=sims)  # np.clip's wrapper costs more

@@ -42,9 +42,9 @@ from f09_memory.protocols import EmbeddingProvider
 from f09_memory.retrieval.async_embedding import AsyncEmbedding, attach_job
 from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
-from f09_memory.retrieval.orchestrator import exact_similarities
 from f09_memory.retrieval.preselect import preselected_term, preselection_depth
 from f09_memory.retrieval.query_vectors import QueryVectors
+from f09_memory.retrieval.sims_memo import remembered_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import record_id
@@ -530,4 +530,4 @@ class SemanticMemory:
         if index is not None and (
                 depth := preselection_depth(self.config, am, index, slots, request)) is not None:
             return preselected_term(am, index, slots, q, depth)
-        return SemanticTerm(exact_similarities(am, slots, q, ascending=True), None), slots
+        return SemanticTerm(remembered_similarities(am, slots, q), None), slots

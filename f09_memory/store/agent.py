@@ -157,6 +157,9 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         self.index_build: VectorIndex | None = None
         """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
         self.index_cursor = 0
+        self.sims_memo: Any = None
+        """Retrieval's similarities to the last query vector (``retrieval.sims_memo``),
+        valid by ``rev``; not state (a loaded agent starts without one)."""
         self._grow(initial_capacity)
 
     # ------------------------------------------------------------------ survey row
