@@ -44,7 +44,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from f09_memory.embedding.batching import check_texts
-from f09_memory.errors import ConfigInvalidError, EmbeddingFailedError
+from f09_memory.errors import (
+    ConfigInvalidError,
+    EmbeddingFailedError,
+    EmbeddingUnavailableError,
+)
 
 __all__ = ["ProcessEmbedder", "serve"]
 
@@ -112,6 +116,7 @@ class ProcessEmbedder:
             stops the child (later calls fail).
 
     Raises:
+        EmbeddingUnavailableError: Not a POSIX system (the child inherits a socket).
         ConfigInvalidError: ``factory`` is not picklable, or a bad number.
         EmbeddingFailedError: The child could not build the provider (the message carries
             the child's error), or did not answer within ``start_timeout_s``.
@@ -129,6 +134,11 @@ class ProcessEmbedder:
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ConfigInvalidError(f"{name} must be a number > 0, got {value!r}",
                                          details={"field": name, "value": repr(value)})
+        if os.name != "posix":
+            raise EmbeddingUnavailableError(
+                "ProcessEmbedder needs a POSIX system (Linux, macOS: the child inherits a "
+                "socket); use the provider in this process, with embedding_mode='async'",
+                details={"field": "factory", "os": os.name})
         try:
             spec = pickle.dumps(factory, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:

@@ -19,6 +19,7 @@ from f09_memory.embedding import HashingEmbedder, ProcessEmbedder
 from f09_memory.errors import (
     ConfigInvalidError,
     EmbeddingFailedError,
+    EmbeddingUnavailableError,
     ErrorCode,
     InputInvalidError,
 )
@@ -170,3 +171,13 @@ def test_close_from_another_thread_lets_the_call_in_flight_finish() -> None:
     assert np.array_equal(FakeEmbedder(DIM).embed(["x"]), got[0])
     with pytest.raises(EmbeddingFailedError, match="stopped"):
         embedder.embed(["x"])
+
+
+def test_a_system_without_posix_sockets_is_told_what_to_use(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import f09_memory.embedding.process as process
+
+    monkeypatch.setattr(process.os, "name", "nt")
+    with pytest.raises(EmbeddingUnavailableError, match="POSIX") as info:
+        ProcessEmbedder(partial(HashingEmbedder, DIM))
+    assert ErrorCode.MEMORY_EMBEDDING_UNAVAILABLE == info.value.code
