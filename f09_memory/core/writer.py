@@ -171,17 +171,20 @@ class Writer:
 
     # ------------------------------------------------------------------ storing
     def store(self, am: AgentMemory, items: Sequence[PendingRecord], now: int,
-              events: list[Any], anchor: int | None = None) -> Sequence[int]:
+              events: list[Any], anchor: int | None = None,
+              own_refs: bool = False) -> Sequence[int]:
         """Build, store and embed validated items of one agent; queue their events.
+
+        ``anchor`` and ``own_refs``: a summary's (``Ingestor.build_groups``).
 
         Returns:
             The new records' keys, in order.
         """
-        return self.store_groups([(am, items)], now, events, anchor)[0]
+        return self.store_groups([(am, items)], now, events, anchor, own_refs)[0]
 
     def store_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
-                     now: int, events: list[Any],
-                     anchor: int | None = None) -> list[Sequence[int]]:
+                     now: int, events: list[Any], anchor: int | None = None,
+                     own_refs: bool = False) -> list[Sequence[int]]:
         """:meth:`store` for several agents, with one embedding call for all their texts.
 
         Returns:
@@ -189,7 +192,7 @@ class Writer:
         """
         window = self.state.config.dedup_window_ms if anchor is None else 0
         if not window:
-            return self._store(groups, now, events, anchor, 0, None)
+            return self._store(groups, now, events, anchor, 0, None, own_refs)
         parts, planned, owners = self._dedup.plan(groups)
         stored = self._store(parts, now, events, None, window, planned)
         if owners is None:
@@ -201,7 +204,8 @@ class Writer:
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
                events: list[Any], anchor: int | None, window: int,
-               planned: Sequence[Stored] | None) -> list[Sequence[int]]:
+               planned: Sequence[Stored] | None,
+               own_refs: bool = False) -> list[Sequence[int]]:
         state = self.state
         tags = state.store.tags
         vocabulary = state.vocabulary
@@ -210,7 +214,7 @@ class Writer:
         if not window:  # the groups' column values in one pass (the ingestor reads no store)
             built = self.ingestor.build_groups(
                 [(items, am.reserve_keys(len(items)), vocabulary(am.agent_id))
-                 for am, items in groups], now, tags, anchor)
+                 for am, items in groups], now, tags, anchor, own_refs)
             for (am, _), (new, labels) in zip(groups, built, strict=True):
                 results.append(new.keys)
                 slots, evicted = am.add_batch(new)

@@ -70,13 +70,17 @@ class Ingestor:
         now: int,
         tags: TagTable,
         anchor: int | None = None,
+        own_refs: bool = False,
     ) -> list[tuple[NewRecords, Sequence[tuple[str, ...]]]]:
         """The column values of validated items and their redaction labels, per group.
 
         A group is one agent's items, the first of the keys reserved for them and the
         agent's vocabulary. Redaction covers the content, tags, source event and string
         attributes; importance is the heuristic's when an item has none; ``anchor`` is the
-        recency anchor (default ``now``; a summary takes its sources').
+        recency anchor (default ``now``; a summary takes its sources'). ``own_refs``: the
+        items' ``sourceRefIds`` are this engine's own record ids (a summary's sources), kept
+        as they are: ids are stored, logged and sent in events unredacted anyway (an agent
+        id holding private data is refused), and a redaction could only corrupt them.
 
         Every side effect (redaction counts, each vocabulary, tag ids) happens as if the
         items were built one by one, group after group; the common parts run once for all
@@ -101,7 +105,8 @@ class Ingestor:
         source_events: dict[int, str] = {}
         extras: dict[int, RecordExtra] = {}
         if not simple or sources.count(None) != n:
-            self._sparse(metas, sources, labels, flagged, status, source_events, extras)
+            self._sparse(metas, sources, labels, flagged, status, source_events, extras,
+                         own_refs)
         # Importance: the heuristic's where none was given (each vocabulary in item order).
         model = self.importance
         importance: list[float]
@@ -233,7 +238,8 @@ class Ingestor:
 
     def _sparse(self, metas: Sequence[RecordMetadata | None], sources: Sequence[str | None],
                 labels: list[tuple[str, ...]], flagged: list[bool], status: list[int],
-                source_events: dict[int, str], extras: dict[int, RecordExtra]) -> None:
+                source_events: dict[int, str], extras: dict[int, RecordExtra],
+                own_refs: bool = False) -> None:
         """The sparse parts of the items, by position.
 
         Redacted source events, redacted metadata extras (see :meth:`_extra`), the
@@ -256,7 +262,7 @@ class Ingestor:
             flagged[i] = flagged[i] or meta.flagged
             extra = clean.get(id(meta))
             if extra is None:
-                extra, h = self._extra(meta)
+                extra, h = self._extra(meta, own_refs)
                 if h:
                     labels[i] += h
                 else:
@@ -266,12 +272,13 @@ class Ingestor:
                 status[i] = STATUS_CODE.get(
                     str(extra.attributes.get("claimStatus", "active")), 0)
 
-    def _extra(self, meta: RecordMetadata) -> tuple[RecordExtra, tuple[str, ...]]:
+    def _extra(self, meta: RecordMetadata,
+               own_refs: bool = False) -> tuple[RecordExtra, tuple[str, ...]]:
         """The metadata's sparse part, redacted, and the labels of what was replaced.
 
-        Redacted: attribute keys and string values, ``source_ref_ids``,
-        ``social.other_agent_id``, ``procedural.pattern_id`` and ``spatial.region`` (all
-        host-given text).
+        Redacted: attribute keys and string values, ``source_ref_ids`` (unless ``own_refs``:
+        this engine's record ids), ``social.other_agent_id``, ``procedural.pattern_id`` and
+        ``spatial.region`` (all host-given text).
         """
         redactor = self.redactor
         if not redactor.enabled:
@@ -294,7 +301,7 @@ class Ingestor:
                 hits += h
             attrs[k] = v
         refs = meta.source_ref_ids
-        if refs:
+        if refs and not own_refs:
             red_refs, ref_hits = redactor.redact_many(refs)
             if ref_hits is not None:
                 refs = tuple(red_refs)

@@ -181,7 +181,8 @@ class SummarizationService(Journaled):
             for key in o.source_keys:  # retire first: the summary never pushes past a cap
                 if key in am.slot_of:
                     writer.remove(am, key, "summarized", events)
-            (key,) = writer.store(am, (item,), state.clock, events, o.recency_anchor)
+            (key,) = writer.store(am, (item,), state.clock, events, o.recency_anchor,
+                                  own_refs=True)  # the sources' ids: not redacted
             task.summary_record_id = am.id_of(key)
             events.append(SummarizationCompleted(task_id=task.id,
                                                  summary_record_id=task.summary_record_id,

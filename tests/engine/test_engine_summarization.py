@@ -141,3 +141,21 @@ def test_keeps_the_most_recent_records_untouched() -> None:
     engine.tick(30 * MIN)
     (outcome,) = engine.summarize_pending(ScriptedLLM(["Mara traded nails with Borin."]))
     assert not set(ids[-5:]) & set(outcome.source_ids)
+
+
+def test_a_summary_keeps_its_sources_ids_whatever_the_patterns_while_host_refs_are_redacted(
+        ) -> None:
+    # A host pattern for ten-digit account numbers matches every record id's key part: a
+    # summary's sourceRefIds are the engine's own ids and must stay as they are.
+    engine = lifecycle_engine(redact_patterns=("DEFAULT", "PHONE", r"[0-9]{10}"))
+    ids = load(engine)
+    engine.tick(30 * MIN)
+    (task,) = engine.summarization.poll()
+    engine.summarization.complete(task.id, "Mara traded iron nails with Borin for days.")
+    summary = engine.get(task.summary_record_id or "")
+    assert tuple(task.source_ids) == summary.metadata.source_ref_ids
+    assert set(summary.metadata.source_ref_ids) <= set(ids)
+    host = engine.ingest("mara", "A note about the market.", now=31 * MIN, metadata={
+        "sourceRefIds": ["npc:0000000001", EMAIL]})
+    refs = engine.get(host.id).metadata.source_ref_ids
+    assert 2 == len(refs) and not {"npc:0000000001", EMAIL} & set(refs)  # host text: redacted
