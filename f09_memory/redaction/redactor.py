@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, cast
 
 from pydantic import SecretStr
@@ -256,42 +257,40 @@ class Redactor:
         if not self.enabled or not texts:
             return list(texts), None
         known = list(map(self._memo.get, texts))
-        if None not in known:  # every text redacted lately (a game's usual frame): C-level
-            done_all = cast("list[_Redacted]", known)
-            redacted = list(map(_TEXT, done_all))
-            hits_all = list(map(_HITS, done_all))
-            if count:
-                counts = self.counts
-                for made in filter(None, map(_MADE, done_all)):
-                    for label, n in made:
-                        counts[label] += n
-            return redacted, hits_all if any(hits_all) else None
+        if None in known:  # resolve the misses only; the rest stays C-level
+            self._resolve(texts, known)
+        done_all = cast("list[_Redacted]", known)
+        redacted = list(map(_TEXT, done_all))
+        hits_all = list(map(_HITS, done_all))
+        if count:
+            counts = self.counts
+            for made in filter(None, map(_MADE, done_all)):
+                for label, n in made:
+                    counts[label] += n
+        return redacted, hits_all if any(hits_all) else None
+
+    def _resolve(self, texts: Sequence[str], known: list[_Redacted | None]) -> None:
+        """Fill ``known``'s gaps (texts not in the newer memo), each text redacted once.
+
+        A text of the older generation is recalled; the new ones are redacted with the
+        patterns their batch gates leave and remembered.
+        """
         recall = self._recall
-        new = [text for text in dict.fromkeys(texts) if text and recall(text) is None]
-        lookup = self._memo.get
-        if new:
-            active = self._batch_patterns(new)
-            found = {text: self._apply(text, active) if active else (text, (), ())
-                     for text in new}
-            lookup = self._memo.get if self._remember(found) else found.get
-        out: list[str] = []
-        labels: list[tuple[str, ...]] = []
-        any_hit = False
-        counts = self.counts
-        for text in texts:
-            hits: tuple[str, ...] = ()
-            if text:
-                done = lookup(text)
-                if done is None:  # a repeat of a text remembered before this batch
-                    done = self._result(text, self._compiled)
-                text, hits, made = done
-                if made and count:
-                    for label, n in made:
-                        counts[label] += n
-            out.append(text)
-            labels.append(hits)
-            any_hit = any_hit or bool(hits)
-        return out, labels if any_hit else None
+        new: dict[str, None] = {}
+        for i in compress(range(len(texts)), map(operator.not_, known)):
+            text = texts[i]
+            done = recall(text) if text else (text, (), ())
+            if done is None:
+                new[text] = None
+            else:
+                known[i] = done
+        if not new:
+            return
+        active = self._batch_patterns(list(new))
+        found = {text: self._apply(text, active) if active else (text, (), ()) for text in new}
+        self._remember(found)  # kept unless the batch is larger than the memo
+        for i in compress(range(len(texts)), map(operator.not_, known)):
+            known[i] = found[texts[i]]
 
     def _batch_patterns(self, texts: Sequence[str]) -> list[CompiledPattern]:
         """The patterns whose batch gates hold on ``texts`` joined (the others match none).
