@@ -88,7 +88,7 @@ def test_crowd_frame_with_a_query_per_agent(benchmark) -> None:
            float(np.median(timings_ms(benchmark))), "ms", spec=None,
            goal=150.0 * agents / 1_000)
     # The same queries while a fifth of the agents get a new record each frame: their
-    # similarities are computed again only for the changed slots (retrieval.sims_memo).
+    # similarities are computed again only for the changed slots (retrieval.similarity).
     record(f"retrieve_many {agents} agents x {PER_AGENT}, query each, a fifth changed each "
            "frame", _changing_frames(engine, requests, agents), "ms", spec=None, goal=None)
 

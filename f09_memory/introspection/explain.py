@@ -30,7 +30,7 @@ from f09_memory.introspection.explanation import CandidateTable, Explanation
 from f09_memory.introspection.views import RedactMany
 from f09_memory.retrieval.filters import EXCLUSION_REASONS, exclusion_reasons
 from f09_memory.retrieval.job import RetrievalTrace
-from f09_memory.retrieval.orchestrator import NO_BUDGET, Retriever, exact_similarities
+from f09_memory.retrieval.orchestrator import NO_BUDGET, Retriever
 from f09_memory.retrieval.ranking import full_order
 from f09_memory.retrieval.scoring import (
     PROXIMITY_KEY,
@@ -39,6 +39,7 @@ from f09_memory.retrieval.scoring import (
     effective_weights,
     score_terms,
 )
+from f09_memory.retrieval.similarity import exact_similarities
 from f09_memory.schema.enums import PressureState
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory

@@ -4,8 +4,9 @@ Modules: ``filters`` (candidate masks, exclusion reasons), ``scoring`` (compute_
 score_terms, effective_weights, quantize), ``ranking`` (stable order and packing),
 ``orchestrator`` (Retriever), ``job`` (SemanticTerm, RetrievalTrace: a retrieval's
 intermediate arrays for explanations), ``completion`` (the exact completion of a
-preselection), ``sims_memo`` (a repeated query's similarities kept per agent, recomputed
-only where a record changed), ``service`` (the engine's front door).
+preselection), ``similarity`` (the semantic term of stored vectors; a repeated query's
+similarities kept per agent, recomputed only where a record changed), ``service`` (the
+engine's front door).
 """
 
 from f09_memory.retrieval.orchestrator import Retriever, SemanticScorer, SemanticTerm

@@ -63,6 +63,7 @@ from f09_memory.retrieval.scoring import (
     compute_scores,
     effective_weights,
 )
+from f09_memory.retrieval.similarity import exact_similarities
 from f09_memory.schema.base import trusted_factory
 from f09_memory.schema.enums import LAYERS_BY_CODE, PressureState, Purpose, Strategy
 from f09_memory.schema.records import MemoryRecord
@@ -73,7 +74,6 @@ from f09_memory.schema.retrieval import (
     ScoreComponent,
 )
 from f09_memory.store.agent import AgentMemory
-from f09_memory.vector_index.kernels import similarities
 
 __all__ = [
     "NO_BUDGET",
@@ -83,9 +83,6 @@ __all__ = [
     "Retriever",
     "SemanticScorer",
     "SemanticTerm",
-    "clipped_term",
-    "exact_similarities",
-    "raw_similarities",
 ]
 
 
@@ -97,43 +94,6 @@ _PURPOSE_VALUES = {purpose: purpose.value for purpose in Purpose}
 _PRESSURE_VALUES = {pressure: pressure.value for pressure in PressureState}
 _new_diagnostics = trusted_factory(RetrievalDiagnostics)
 _new_bundle = trusted_factory(RetrievedBundle)
-
-
-def exact_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
-                       ascending: bool = False) -> NDArray[np.float64]:
-    """The semantic term ``max(0, cos(record, q))`` of ``slots`` (0 when not embedded).
-
-    ``ascending``: ``slots`` are known to be ascending (candidates are); when they are then
-    every slot of ``[0, hi)``, the product is the term as is, without a gather.
-    """
-    return clipped_term(am, slots, raw_similarities(am, slots, q, ascending), ascending)
-
-
-def raw_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
-                     ascending: bool = False) -> NDArray[np.float64]:
-    """``cos(vector, q)`` of the vectors stored in ``slots`` (embedded or not), a new array.
-
-    Each value depends only on its slot's vector and ``q`` (``similarities``), so it is the
-    same bits whichever way the rows are taken.
-    """
-    assert am.vectors is not None
-    n, hi = slots.shape[0], am.hi
-    if n * 4 < hi:  # few rows: gather them
-        return similarities(am.vectors, q, slots)
-    if ascending and n == hi:  # every slot, in order: the product itself
-        return similarities(am.vectors[:hi], q)
-    return similarities(am.vectors[:hi], q)[slots]  # most rows: one contiguous product
-
-
-def clipped_term(am: AgentMemory, slots: NDArray[np.intp], sims: NDArray[np.float64],
-                 ascending: bool = False) -> NDArray[np.float64]:
-    """``sims`` of ``slots`` as the semantic term, in place: clipped to [0, 1], 0 unembedded."""
-    embedded = (am.embedded[: am.hi] if ascending and slots.shape[0] == am.hi
-                else am.embedded[slots])
-    if not embedded.all():
-        sims[~embedded] = 0.0
-    np.minimum(np.maximum(sims, 0.0, out=sims), 1.0, out=sims)  # np.clip's wrapper costs more
-    return sims
 
 
 class Retriever:

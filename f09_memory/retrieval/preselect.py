@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from f09_memory.config.config import MemoryConfig
 from f09_memory.protocols import VectorIndex
 from f09_memory.retrieval.job import SemanticTerm
-from f09_memory.retrieval.orchestrator import exact_similarities
+from f09_memory.retrieval.similarity import exact_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.vector_index.hnsw import HnswIndex

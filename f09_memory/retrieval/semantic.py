@@ -44,7 +44,7 @@ from f09_memory.retrieval.indexing import slice_in_key_order
 from f09_memory.retrieval.job import NO_SEMANTIC, SemanticTerm
 from f09_memory.retrieval.preselect import preselected_term, preselection_depth
 from f09_memory.retrieval.query_vectors import QueryVectors
-from f09_memory.retrieval.sims_memo import remembered_similarities
+from f09_memory.retrieval.similarity import remembered_similarities
 from f09_memory.schema.retrieval import RetrievalRequest
 from f09_memory.store.agent import AgentMemory
 from f09_memory.store.records import record_id

@@ -158,7 +158,7 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
         """An index being built in tick slices (keys inserted in order up to ``index_cursor``)."""
         self.index_cursor = 0
         self.sims_memo: Any = None
-        """Retrieval's similarities to the last query vector (``retrieval.sims_memo``),
+        """Retrieval's similarities to the last query vector (``retrieval.similarity``),
         valid by ``rev``; not state (a loaded agent starts without one)."""
         self._grow(initial_capacity)
 

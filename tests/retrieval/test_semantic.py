@@ -151,7 +151,7 @@ def test_float32_query_vectors_are_read_not_copied_nor_written() -> None:
 
 
 def test_exact_similarities_of_every_slot_in_order_equal_the_gathered_ones() -> None:
-    from f09_memory.retrieval.orchestrator import exact_similarities
+    from f09_memory.retrieval.similarity import exact_similarities
 
     engine = MemoryEngine(MemoryConfig(embedding_dim=16), embedder=FakeEmbedder(16))
     village(engine)

@@ -7,8 +7,11 @@ import pytest
 
 from f09_memory import MemoryConfig, MemoryEngine, RetrievalRequest, bundle_hash
 from f09_memory.embedding import HashingEmbedder
-from f09_memory.retrieval.orchestrator import exact_similarities
-from f09_memory.retrieval.sims_memo import SimilarityMemo, remembered_similarities
+from f09_memory.retrieval.similarity import (
+    SimilarityMemo,
+    exact_similarities,
+    remembered_similarities,
+)
 from f09_memory.store.agent import AgentMemory
 from f09_memory.testing import FakeEmbedder
 

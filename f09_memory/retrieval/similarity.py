@@ -1,4 +1,7 @@
-"""Similarities to an agent's last query vector, kept while its records stay as they were.
+"""The semantic term of stored vectors: exact, and remembered for a repeated query.
+
+:func:`exact_similarities` is ``max(0, cos(record, q))`` of candidate slots (0 where not
+embedded), from :func:`raw_similarities` and :func:`clipped_term`.
 
 An NPC often asks with the same query frame after frame (its goal, its situation) while
 most of its memories do not change. Each similarity is one dot product of a slot's vector
@@ -21,10 +24,48 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from f09_memory.retrieval.orchestrator import clipped_term, raw_similarities
 from f09_memory.store.agent import AgentMemory
+from f09_memory.vector_index.kernels import similarities
 
-__all__ = ["SimilarityMemo", "remembered_similarities"]
+__all__ = ["SimilarityMemo", "clipped_term", "exact_similarities", "raw_similarities",
+           "remembered_similarities"]
+
+
+def exact_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
+                       ascending: bool = False) -> NDArray[np.float64]:
+    """The semantic term ``max(0, cos(record, q))`` of ``slots`` (0 when not embedded).
+
+    ``ascending``: ``slots`` are known to be ascending (candidates are); when they are then
+    every slot of ``[0, hi)``, the product is the term as is, without a gather.
+    """
+    return clipped_term(am, slots, raw_similarities(am, slots, q, ascending), ascending)
+
+
+def raw_similarities(am: AgentMemory, slots: NDArray[np.intp], q: NDArray[np.float32],
+                     ascending: bool = False) -> NDArray[np.float64]:
+    """``cos(vector, q)`` of the vectors stored in ``slots`` (embedded or not), a new array.
+
+    Each value depends only on its slot's vector and ``q`` (``similarities``), so it is the
+    same bits whichever way the rows are taken.
+    """
+    assert am.vectors is not None
+    n, hi = slots.shape[0], am.hi
+    if n * 4 < hi:  # few rows: gather them
+        return similarities(am.vectors, q, slots)
+    if ascending and n == hi:  # every slot, in order: the product itself
+        return similarities(am.vectors[:hi], q)
+    return similarities(am.vectors[:hi], q)[slots]  # most rows: one contiguous product
+
+
+def clipped_term(am: AgentMemory, slots: NDArray[np.intp], sims: NDArray[np.float64],
+                 ascending: bool = False) -> NDArray[np.float64]:
+    """``sims`` of ``slots`` as the semantic term, in place: clipped to [0, 1], 0 unembedded."""
+    embedded = (am.embedded[: am.hi] if ascending and slots.shape[0] == am.hi
+                else am.embedded[slots])
+    if not embedded.all():
+        sims[~embedded] = 0.0
+    np.minimum(np.maximum(sims, 0.0, out=sims), 1.0, out=sims)  # np.clip's wrapper costs more
+    return sims
 
 
 class SimilarityMemo:
