@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from f09_memory._owner import ThreadOwner, owned_by_thread
@@ -49,7 +49,7 @@ from f09_memory.store.agent import AgentMemory
 from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.pipeline import Summarizer
 
-__all__ = ["TIMEOUT", "LLMWorker", "SummarizationService", "Waiter", "ask_llm"]
+__all__ = ["TIMEOUT", "LLMWorker", "SummarizationService", "Waiter", "ask_llm", "ask_many"]
 
 
 Waiter = Callable[[threading.Event, float], bool]
@@ -66,46 +66,104 @@ TIMEOUT = "timeout"
 _Answer = tuple[str | None, str | None]
 
 
+class _Call:
+    """One LLM call queued on a worker; it runs at most once (see :meth:`claim`)."""
+
+    __slots__ = ("_claim", "box", "call", "done")
+
+    def __init__(self, call: Callable[[], _Answer]) -> None:
+        self.call = call
+        self.box: list[_Answer] = []
+        self.done = threading.Event()
+        self._claim = threading.Lock()
+
+    def claim(self) -> bool:
+        """Take the call: the worker, to run it, or the caller, to move it elsewhere.
+
+        Only the first taker gets ``True`` (a non-blocking lock, never released).
+        """
+        return self._claim.acquire(blocking=False)
+
+
 class LLMWorker:
-    """A daemon thread that runs LLM calls one after another (for :func:`ask_llm`).
+    """A daemon thread that runs LLM calls one after another (for :func:`ask_many`).
 
     One thread serves every call, so a call costs a queue hand-off, not a thread start. A
     call that overruns its time limit leaves the worker ``stuck``: the caller takes a new
-    worker, and this one exits once the call returns (its answer is dropped).
+    worker (and the calls still queued here), and this one exits once the call returns
+    (its answer is dropped).
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], _Answer], list[_Answer],
-                                            threading.Event]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self.stuck = False
         threading.Thread(target=self._loop, name="f09-llm", daemon=True).start()
 
     def _loop(self) -> None:
         while not self.stuck:
-            call, box, done = self._jobs.get()
-            box.append(call())
-            done.set()
+            job = self._jobs.get()
+            if job.claim():  # else the caller took it back for another worker
+                job.box.append(job.call())
+                job.done.set()
 
     def submit(self, call: Callable[[], _Answer]) -> tuple[list[_Answer], threading.Event]:
         """Queue ``call``; the returned box gets its answer when ``done`` is set."""
-        box: list[_Answer] = []
-        done = threading.Event()
-        self._jobs.put((call, box, done))
-        return box, done
+        job = self.queue(call)
+        return job.box, job.done
+
+    def queue(self, call: Callable[[], _Answer]) -> _Call:
+        """Queue ``call`` and return it (its ``box`` gets the answer when ``done`` is set)."""
+        job = _Call(call)
+        self._jobs.put(job)
+        return job
 
 
-def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature: float,
-            max_tokens: int, timeout_ms: int | None = None, wait: Waiter = _wait,
-            worker: LLMWorker | None = None) -> tuple[str | None, str | None]:
-    """Send one task's prompt to ``llm``: ``(reply, None)`` or ``(None, error text)``.
+def ask_many(llm: LLMClient, tasks: Sequence[SummarizationTask], system: str, *,
+             temperature: float, max_tokens: int, timeout_ms: int | None = None,
+             wait: Waiter = _wait, workers: Callable[[], LLMWorker] = LLMWorker
+             ) -> Generator[_Answer, None, None]:
+    """Send each task's prompt to ``llm``; yield each ``(reply, None)`` or ``(None, error)``.
 
-    A non-string reply counts as no reply (the quality gate then takes the heuristic).
-    With ``timeout_ms`` the call runs on ``worker`` (a new one if not given); after that
-    much wall time (``wait``, injectable for tests) the answer is abandoned:
-    ``(None, "timeout ...")``, the worker is marked ``stuck``, and whatever it returns
-    later is dropped.
+    Answers come in task order. A non-string reply counts as no reply (the quality gate
+    then takes the heuristic). Without ``timeout_ms`` each call runs when its answer is
+    asked for. With it, every call is queued at once on a worker (``workers()`` gives
+    it): the LLM still gets them one after another, in order, while the caller applies
+    the answers already given, so a frame's tasks cost two thread hand-offs, not two
+    each. An answer is waited for (with ``wait``, injectable for tests) at most
+    ``timeout_ms`` of wall time from when it is asked for; past that it is abandoned,
+    ``(None, "timeout ...")``: the worker is marked ``stuck`` (whatever it returns later
+    is dropped) and the calls still queued on it move to ``workers()``'s next one. Each
+    call runs at most once (:meth:`_Call.claim`); the calls not yet started when the
+    caller stops asking never run.
     """
-    def call() -> tuple[str | None, str | None]:
+    calls = [_caller(llm, task, system, temperature, max_tokens) for task in tasks]
+    if timeout_ms is None:
+        for call in calls:
+            yield call()
+        return
+    seconds = min(timeout_ms / 1000.0, threading.TIMEOUT_MAX)
+    worker = workers()
+    jobs = [worker.queue(call) for call in calls]
+    try:
+        for i, job in enumerate(jobs):
+            if wait(job.done, seconds) and job.box:
+                yield job.box[0]
+                continue
+            worker.stuck = True
+            moved = [k for k in range(i + 1, len(jobs)) if jobs[k].claim()]  # not started
+            if moved:
+                worker = workers()
+                for k in moved:
+                    jobs[k] = worker.queue(jobs[k].call)
+            yield None, f"{TIMEOUT}: no answer within {timeout_ms} ms"
+    finally:  # the caller stopped early: what has not started never runs
+        for job in jobs:
+            job.claim()
+
+
+def _caller(llm: LLMClient, task: SummarizationTask, system: str, temperature: float,
+            max_tokens: int) -> Callable[[], _Answer]:
+    def call() -> _Answer:
         try:
             reply: object = llm.complete(task.prompt or "", system=system,
                                          temperature=temperature, max_tokens=max_tokens)
@@ -113,14 +171,16 @@ def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature
             return None, f"{type(exc).__name__}: {exc}"
         return (reply if isinstance(reply, str) else None), None
 
-    if timeout_ms is None:
-        return call()
-    box, done = (worker or LLMWorker()).submit(call)
-    if not wait(done, min(timeout_ms / 1000.0, threading.TIMEOUT_MAX)) or not box:
-        if worker is not None:
-            worker.stuck = True
-        return None, f"{TIMEOUT}: no answer within {timeout_ms} ms"
-    return box[0]
+    return call
+
+
+def ask_llm(llm: LLMClient, task: SummarizationTask, system: str, *, temperature: float,
+            max_tokens: int, timeout_ms: int | None = None, wait: Waiter = _wait,
+            worker: LLMWorker | None = None) -> tuple[str | None, str | None]:
+    """:func:`ask_many` for one task, on ``worker`` (a new one if not given)."""
+    return next(ask_many(llm, [task], system, temperature=temperature, max_tokens=max_tokens,
+                         timeout_ms=timeout_ms, wait=wait,
+                         workers=LLMWorker if worker is None else lambda: worker))
 
 
 @owned_by_thread()
@@ -150,6 +210,12 @@ class SummarizationService(Journaled):
         self.wait: Waiter = _wait
         """How :meth:`run` waits for an LLM call (``Event.wait``; tests inject their own)."""
         self._worker: LLMWorker | None = None
+
+    def _live_worker(self) -> LLMWorker:
+        """The worker for LLM calls (a new one when there is none or it is stuck)."""
+        if self._worker is None or self._worker.stuck:
+            self._worker = LLMWorker()
+        return self._worker
 
     # ------------------------------------------------------------------ reading
     @property
@@ -345,7 +411,9 @@ class SummarizationService(Journaled):
         An LLM that raises, returns garbage or does not answer within ``timeout_ms`` of
         wall time (default ``summarization_timeout_ms``) never loses a record: the local
         heuristic summary is used instead (``memory:summarization:timeout`` on a time-out;
-        the late answer is dropped).
+        the late answer is dropped). With a timeout the calls are all queued on the worker
+        thread at once and answered in order while the earlier answers are applied
+        (:func:`ask_many`); each answer gets ``timeout_ms`` from when its turn comes.
 
         Raises:
             InputInvalidError: ``llm`` has no ``complete(prompt, ...)``, or a bad timeout.
@@ -359,18 +427,21 @@ class SummarizationService(Journaled):
         else:  # a positive integer of ms below 2**62 (None: the config's)
             timeout_ms = check_duration(timeout_ms, "timeout_ms")
         outcomes: list[SummaryOutcome] = []
-        for task in self.poll(self._now(now)):
-            if timeout_ms is not None and (self._worker is None or self._worker.stuck):
-                self._worker = LLMWorker()
-            reply, error = ask_llm(llm, task, self.system_prompt,
-                                   temperature=cfg.summarization_temperature,
-                                   max_tokens=cfg.summarization_max_tokens,
-                                   timeout_ms=timeout_ms, wait=self.wait, worker=self._worker)
-            if error is not None:
-                if error.startswith(TIMEOUT):
-                    self._writer.publish([SummarizationTimedOut(
-                        task_id=task.id, agent_id=task.agent_id, timeout_ms=timeout_ms or 0)])
-                outcomes.append(self.complete_after_error(task.id, error))
-            else:
-                outcomes.append(self.complete(task.id, reply))
+        tasks = self.poll(self._now(now))
+        answers = ask_many(llm, tasks, self.system_prompt,
+                           temperature=cfg.summarization_temperature,
+                           max_tokens=cfg.summarization_max_tokens, timeout_ms=timeout_ms,
+                           wait=self.wait, workers=self._live_worker)
+        try:
+            for task, (reply, error) in zip(tasks, answers, strict=True):
+                if error is not None:
+                    if error.startswith(TIMEOUT):
+                        self._writer.publish([SummarizationTimedOut(
+                            task_id=task.id, agent_id=task.agent_id,
+                            timeout_ms=timeout_ms or 0)])
+                    outcomes.append(self.complete_after_error(task.id, error))
+                else:
+                    outcomes.append(self.complete(task.id, reply))
+        finally:  # a failed apply: the calls not started yet never run
+            answers.close()
         return outcomes
