@@ -318,6 +318,14 @@ class Writer:
             events.append(RecordExpired(id=removed.id, layer=removed.layer.value, reason=reason))
         return removed
 
+    def remove_many(self, am: AgentMemory, keys: Sequence[int], reason: str,
+                    events: list[Any]) -> None:
+        """:meth:`remove` of each of the live, distinct ``keys``, in order (one pass)."""
+        removed = am.remove_many(keys)
+        if self.wants(RecordExpired.name):
+            events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason=reason)
+                          for r in removed)
+
     # ------------------------------------------------------------------ forget / update
     def forget(self, record_ids: object, agent_id: object) -> int:
         """Remove records by id (all or nothing), or every record of one agent.

@@ -117,6 +117,9 @@ class RecordingAgentMemory(AgentMemory):
         self._record("record.remove_oldest", self.agent_id, count)
         return super().remove_oldest(count)
 
+    def remove_many(self, keys: Sequence[int]) -> list[Removed]:  # noqa: D102
+        return [self.remove(key) for key in keys]  # recorded (and replayed) one by one
+
     def update(self, key: int, *, importance: float | None = None,  # noqa: D102
                anchor: int | None = None, content: str | None = None,
                tokens: int | None = None, redacted: bool | None = None,

@@ -44,9 +44,17 @@ from numpy.typing import NDArray
 
 from f09_memory.protocols import VectorIndex
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
-from f09_memory.store.columns import SCALAR_COLUMNS, AgentColumns, grown
+from f09_memory.store.columns import (
+    SCALAR_COLUMNS,
+    STAT_BUILDING,
+    STAT_DEADLINE,
+    STAT_EPISODIC_ANCHOR,
+    STAT_REMOVED,
+    STAT_WIDTH,
+    AgentColumns,
+    grown,
+)
 from f09_memory.store.dedup import AgentDedup
-from f09_memory.store.digests import MASK128
 from f09_memory.store.invariants import check_agent
 from f09_memory.store.order import AgentOrder
 from f09_memory.store.records import (
@@ -59,6 +67,7 @@ from f09_memory.store.records import (
     content_fingerprint,
     record_id,
 )
+from f09_memory.store.removal import AgentRemoval
 from f09_memory.store.ring import EpisodicRing
 from f09_memory.store.tags import TagTable
 from f09_memory.store.vectors import AgentVectors
@@ -67,21 +76,10 @@ __all__ = ["STAT_BUILDING", "STAT_DEADLINE", "STAT_EPISODIC_ANCHOR", "STAT_REMOV
            "STAT_WIDTH", "AgentMemory"]
 
 _EPISODIC = MemoryLayer.EPISODIC.code
-_new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
 _N_LAYERS = len(LAYERS_BY_CODE)
-STAT_DEADLINE = _N_LAYERS
-"""Column of :attr:`AgentMemory.stats` holding ``min_deadline`` (after the layer counts)."""
-STAT_EPISODIC_ANCHOR = _N_LAYERS + 1
-"""Column of :attr:`AgentMemory.stats` holding ``min_episodic_anchor``."""
-STAT_BUILDING = _N_LAYERS + 2
-"""Column of :attr:`AgentMemory.stats`: 1 while a vector index is being built, else 0."""
-STAT_REMOVED = _N_LAYERS + 3
-"""Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
-STAT_WIDTH = _N_LAYERS + 4
-"""Columns of a survey row."""
 
 
-class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
+class AgentMemory(AgentRemoval, AgentOrder, AgentVectors, AgentDedup, AgentColumns):
     """Columnar storage of one agent's live records.
 
     Runtime complexity: ``add_batch`` O(k) numpy plus amortized O(1) per episodic record;
@@ -438,82 +436,6 @@ class AgentMemory(AgentOrder, AgentVectors, AgentDedup, AgentColumns):
                 self.claims[claim] = key
             elif self.claims.get(claim) == key:
                 del self.claims[claim]
-
-    def _unhash(self, slot: int) -> None:
-        if self.hashed.item(slot):
-            value = (int(self.digest_hi[slot]) << 64) | int(self.digest_lo[slot])
-            self.digest_sum = (self.digest_sum - value) & MASK128
-            self.hashed[slot] = False
-        self.rev[slot] = self.next_rev
-        self.next_rev += 1
-        self.dirty = True
-
-    def _unhash_many(self, slots: NDArray[np.intp]) -> None:
-        """:meth:`_unhash` of distinct ``slots``: their revs move in one numpy pass."""
-        for slot in slots[self.hashed[slots]].tolist():
-            self._unhash(slot)
-        self.rev[slots] = np.arange(self.next_rev, self.next_rev + len(slots), dtype=np.int64)
-        self.next_rev += len(slots)
-        self.dirty = True
-
-    def remove(self, key: int) -> Removed:
-        """Remove the live record ``key``. Runtime complexity: O(1) amortized."""
-        slot = self.slot_of.pop(key)
-        if self.extras:
-            extra = self.extras.pop(key, None)
-            if extra is not None:
-                claim = extra.attributes.get("claimKey")
-                if isinstance(claim, str) and self.claims.get(claim) == key:
-                    del self.claims[claim]
-        if self.source_event:
-            self.source_event.pop(key, None)
-        code = self.layer.item(slot)
-        if code == _EPISODIC:
-            self.ring.discard(key)
-        if self.dedup is not None:
-            self._forget_fingerprint(slot, key)
-        self._unhash(slot)
-        self.alive[slot] = False
-        if self.embedded.item(slot):
-            self.embedded[slot] = False
-        self._unindex([key])
-        self.content[slot] = None
-        counts = self._counts
-        counts[code] -= 1
-        counts[STAT_REMOVED] += 1
-        self.free.append(slot)
-        removed: Removed = _new_tuple(Removed, (self.agent_id, LAYERS_BY_CODE[code], key))
-        return removed
-
-    def remove_oldest(self, count: int) -> list[Removed]:
-        """Remove the ``count`` oldest live episodic records in one pass, oldest first.
-
-        The batch form of ``remove(ring.oldest())`` (ring overflow of a large ingest).
-        Runtime complexity: O(count) plus numpy over the removed slots.
-        """
-        keys = self.ring.pop_oldest(count)
-        slots = [self.slot_of.pop(key) for key in keys]
-        for key in keys:
-            self.source_event.pop(key, None)
-            extra = self.extras.pop(key, None)
-            if extra is not None:
-                claim = extra.attributes.get("claimKey")
-                if isinstance(claim, str) and self.claims.get(claim) == key:
-                    del self.claims[claim]
-        if self.dedup is not None:
-            for slot, key in zip(slots, keys, strict=True):
-                self._forget_fingerprint(slot, key)
-        index = np.asarray(slots, dtype=np.intp)
-        self._unhash_many(index)
-        self.alive[index] = False
-        self.embedded[index] = False
-        self._unindex(keys)
-        self.content[index] = None
-        self.layer_counts[_EPISODIC] -= len(slots)
-        self.stats[STAT_REMOVED] += len(slots)
-        self.free.extend(slots)
-        layer = LAYERS_BY_CODE[_EPISODIC]
-        return [Removed(self.agent_id, layer, key) for key in keys]
 
     def update(
         self,

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 from f09_memory.schema.enums import LAYERS_BY_CODE, MemoryLayer
 from f09_memory.store.records import SCALAR_MAX, NewRecords
 
-__all__ = ["SCALAR_COLUMNS", "AgentColumns", "grown"]
+__all__ = ["SCALAR_COLUMNS", "STAT_BUILDING", "STAT_DEADLINE", "STAT_EPISODIC_ANCHOR",
+           "STAT_REMOVED", "STAT_WIDTH", "AgentColumns", "grown"]
 
 SCALAR_COLUMNS = ("key", "layer", "importance", "flagged", "created", "anchor", "deadline",
                   "status", "redacted", "tagset", "alive", "rev")
@@ -25,6 +26,16 @@ which numpy converts)."""
 
 _EPISODIC = MemoryLayer.EPISODIC.code
 _N_LAYERS = len(LAYERS_BY_CODE)
+STAT_DEADLINE = _N_LAYERS
+"""Column of :attr:`AgentMemory.stats` holding ``min_deadline`` (after the layer counts)."""
+STAT_EPISODIC_ANCHOR = _N_LAYERS + 1
+"""Column of :attr:`AgentMemory.stats` holding ``min_episodic_anchor``."""
+STAT_BUILDING = _N_LAYERS + 2
+"""Column of :attr:`AgentMemory.stats`: 1 while a vector index is being built, else 0."""
+STAT_REMOVED = _N_LAYERS + 3
+"""Column of :attr:`AgentMemory.stats`: records removed so far (any reason; not saved)."""
+STAT_WIDTH = _N_LAYERS + 4
+"""Columns of a survey row."""
 
 
 def grown(old: NDArray[Any], capacity: int) -> NDArray[Any]:

@@ -244,9 +244,9 @@ class SummarizationService(Journaled):
             item = self._summary_item(o)  # validated before anything changes
             am = state.store.get_or_create(task.agent_id)
             state.vocabulary(task.agent_id)
-            for key in o.source_keys:  # retire first: the summary never pushes past a cap
-                if key in am.slot_of:
-                    writer.remove(am, key, "summarized", events)
+            slot_of = am.slot_of  # retire first: the summary never pushes past a cap
+            writer.remove_many(am, [key for key in o.source_keys if key in slot_of],
+                               "summarized", events)
             (key,) = writer.store(am, (item,), state.clock, events, o.recency_anchor,
                                   own_refs=True)  # the sources' ids: not redacted
             task.summary_record_id = am.id_of(key)

@@ -542,3 +542,46 @@ def test_content_fingerprints_are_the_same_remembered_or_not(texts: list[str],
     assert records.content_fingerprint(layer, "A  new text") == fresh("a new text")
     assert len(records._TEXT_DIGESTS) <= records._TEXT_DIGESTS_MAX
     records._TEXT_DIGESTS.clear()
+
+
+def _mixed_agent() -> MemoryEngine:
+    """An agent with records of several layers, extras, source events and vectors."""
+    engine = MemoryEngine(MemoryConfig(episodic_max=8, dedup_window_ms=1_000), seed=3)
+    items = [{"agent_id": "a", "content": f"event {i}", "now": i} for i in range(10)]
+    engine.ingest_batch([{k: v for k, v in it.items() if k != "now"} for it in items], now=5)
+    engine.ingest_batch([
+        {"agent_id": "a", "content": f"fact {i}", "layer": "semantic",
+         "metadata": {"attributes": {"claimKey": f"k{i}"}}, "source_event": f"ev{i}"}
+        for i in range(6)] + [
+        {"agent_id": "a", "content": f"friend {i}", "layer": "social"} for i in range(4)],
+        now=10)
+    engine.tick(11)
+    return engine
+
+
+def test_remove_many_equals_removing_one_by_one() -> None:
+    one, many = _mixed_agent(), _mixed_agent()
+    am_one, am_many = (e._state.store.get("a") for e in (one, many))
+    assert am_one is not None and am_many is not None
+    keys = sorted(am_one.slot_of)[1::2]  # every layer, ring entries among them
+    gone_one = [am_one.remove(k) for k in keys]
+    gone_many = am_many.remove_many(keys)
+    assert gone_one == gone_many
+    assert one.state_hash() == many.state_hash()
+    assert am_one.layer_counts.tolist() == am_many.layer_counts.tolist()
+    assert am_one.dedup_index() == am_many.dedup_index()
+    assert am_one.claims == am_many.claims and am_one.extras == am_many.extras
+    one._check()
+    many._check()
+    # A later ingest reuses the same slots either way, and dedup sees the same index.
+    for engine in (one, many):
+        engine.ingest_batch([{"agent_id": "a", "content": c} for c in (
+            "event 3", "fact 1", "new one")], now=20)
+    assert one.state_hash() == many.state_hash()
+    assert [] == am_many.remove_many([])
+    before = many.state_hash()
+    live = next(iter(am_many.slot_of))
+    with pytest.raises(KeyError):  # a key that is not live: nothing is half removed
+        am_many.remove_many([live, 10**9])
+    assert before == many.state_hash() and live in am_many.slot_of
+    many._check()
