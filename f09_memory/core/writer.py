@@ -183,9 +183,11 @@ class Writer:
         return self.store_groups([(am, items)], now, events, anchor, own_refs)[0]
 
     def store_groups(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]],
-                     now: int, events: list[Any], anchor: int | None = None,
+                     now: int, events: list[Any], anchor: int | Sequence[int] | None = None,
                      own_refs: bool = False) -> list[Sequence[int]]:
         """:meth:`store` for several agents, with one embedding call for all their texts.
+
+        ``anchor``: one for every group, or each group's (a round of summaries).
 
         Returns:
             Each group's new keys, in order.
@@ -203,7 +205,7 @@ class Writer:
         return list[Sequence[int]](merged)
 
     def _store(self, groups: Sequence[tuple[AgentMemory, Sequence[PendingRecord]]], now: int,
-               events: list[Any], anchor: int | None, window: int,
+               events: list[Any], anchor: int | Sequence[int] | None, window: int,
                planned: Sequence[Stored] | None,
                own_refs: bool = False) -> list[Sequence[int]]:
         state = self.state

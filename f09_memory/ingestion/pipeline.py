@@ -69,7 +69,7 @@ class Ingestor:
         groups: Sequence[tuple[Sequence[PendingRecord], int, Vocabulary]],
         now: int,
         tags: TagTable,
-        anchor: int | None = None,
+        anchor: int | Sequence[int] | None = None,
         own_refs: bool = False,
     ) -> list[tuple[NewRecords, Sequence[tuple[str, ...]]]]:
         """The column values of validated items and their redaction labels, per group.
@@ -77,7 +77,8 @@ class Ingestor:
         A group is one agent's items, the first of the keys reserved for them and the
         agent's vocabulary. Redaction covers the content, tags, source event and string
         attributes; importance is the heuristic's when an item has none; ``anchor`` is the
-        recency anchor (default ``now``; a summary takes its sources'). ``own_refs``: the
+        recency anchor (default ``now``; a summary takes its sources'), or each group's
+        (a round of summaries). ``own_refs``: the
         items' ``sourceRefIds`` are this engine's own record ids (a summary's sources), kept
         as they are: ids are stored, logged and sent in events unredacted anyway (an agent
         id holding private data is refused), and a redaction could only corrupt them.
@@ -140,12 +141,13 @@ class Ingestor:
             labels = [tuple(dict.fromkeys(h)) if h else () for h in labels]
         else:
             redacted = [False] * n
-        anchor = now if anchor is None else anchor
+        anchors = [now if anchor is None else anchor] * len(groups) if not isinstance(
+            anchor, Sequence) else anchor
         if len(groups) == 1:
             first_key = groups[0][1]
             return [(NewRecords(
                 list(range(first_key, first_key + n)), codes, importance, flagged, [now] * n,
-                [anchor] * n, tokens, deadline, status, redacted, tagset, texts,
+                [anchors[0]] * n, tokens, deadline, status, redacted, tagset, texts,
                 source_events, extras), labels)]
         # Each group's columns are tuple slices: a tuple of numbers and strings leaves the
         # garbage collector's tracking at its first collection (a list would stay tracked).
@@ -154,12 +156,12 @@ class Ingestor:
         codes_t, importance_t, flagged_t, tokens_t, deadline_t, status_t, redacted_t, tagset_t, \
             texts_t, labels_t = map(tuple, (codes, importance, flagged, tokens, deadline, status,
                                             redacted, tagset, texts, labels))
-        for items, first_key, _ in groups:
+        for (items, first_key, _), group_anchor in zip(groups, anchors, strict=True):
             k = len(items)
             end = row + k
             out.append((NewRecords(
                 range(first_key, first_key + k), codes_t[row:end], importance_t[row:end],
-                flagged_t[row:end], (now,) * k, (anchor,) * k, tokens_t[row:end],
+                flagged_t[row:end], (now,) * k, (group_anchor,) * k, tokens_t[row:end],
                 deadline_t[row:end], status_t[row:end], redacted_t[row:end], tagset_t[row:end],
                 texts_t[row:end]), labels_t[row:end]))
             row = end

@@ -232,9 +232,16 @@ class SummarizationService(Journaled):
 
     # ------------------------------------------------------------------ applying
     def apply(self, outcomes: list[SummaryOutcome], events: list[Any]) -> None:
-        """Store each summary and retire its sources; queue ``memory:summarization:*``."""
+        """Store each summary and retire its sources; queue ``memory:summarization:*``.
+
+        Each outcome's sources go first (a summary never pushes past a cap); the summaries
+        are then stored together (one build and embedding call for a round's, an agent's
+        in order), and each task's ``completed`` follows. Events keep each task's order:
+        its sources' ``expired``, its summary's ``created``, its ``completed``.
+        """
         state = self._state
         writer = self._writer
+        made: list[tuple[SummaryOutcome, AgentMemory, PendingRecord]] = []
         for o in outcomes:
             task = o.task
             if not o.replaces_sources or o.summary_text is None:
@@ -247,8 +254,14 @@ class SummarizationService(Journaled):
             slot_of = am.slot_of  # retire first: the summary never pushes past a cap
             writer.remove_many(am, [key for key in o.source_keys if key in slot_of],
                                "summarized", events)
-            (key,) = writer.store(am, (item,), state.clock, events, o.recency_anchor,
-                                  own_refs=True)  # the sources' ids: not redacted
+            made.append((o, am, item))
+        if not made:
+            return
+        stored = writer.store_groups(  # the sources' ids: not redacted
+            [(am, (item,)) for _, am, item in made], state.clock, events,
+            [o.recency_anchor for o, _, _ in made], own_refs=True)
+        for (o, am, _), (key,) in zip(made, stored, strict=True):
+            task = o.task
             task.summary_record_id = am.id_of(key)
             events.append(SummarizationCompleted(task_id=task.id,
                                                  summary_record_id=task.summary_record_id,
@@ -426,22 +439,46 @@ class SummarizationService(Journaled):
             timeout_ms = cfg.summarization_timeout_ms
         else:  # a positive integer of ms below 2**62 (None: the config's)
             timeout_ms = check_duration(timeout_ms, "timeout_ms")
-        outcomes: list[SummaryOutcome] = []
         tasks = self.poll(self._now(now))
         answers = ask_many(llm, tasks, self.system_prompt,
                            temperature=cfg.summarization_temperature,
                            max_tokens=cfg.summarization_max_tokens, timeout_ms=timeout_ms,
                            wait=self.wait, workers=self._live_worker)
         try:
-            for task, (reply, error) in zip(tasks, answers, strict=True):
-                if error is not None:
-                    if error.startswith(TIMEOUT):
-                        self._writer.publish([SummarizationTimedOut(
-                            task_id=task.id, agent_id=task.agent_id,
-                            timeout_ms=timeout_ms or 0)])
-                    outcomes.append(self.complete_after_error(task.id, error))
-                else:
-                    outcomes.append(self.complete(task.id, reply))
-        finally:  # a failed apply: the calls not started yet never run
+            replies = [(task, reply, error)
+                       for task, (reply, error) in zip(tasks, answers, strict=True)]
+        finally:  # an interrupted wait: the calls not started yet never run
             answers.close()
+        return self._complete_round(replies, timeout_ms or 0)
+
+    @journaled
+    def _complete_round(self, replies: list[tuple[SummarizationTask, str | None, str | None]],
+                        timeout_ms: int) -> list[SummaryOutcome]:
+        """:meth:`complete` (or :meth:`complete_after_error`) of each task's reply, in order.
+
+        The summaries are applied together (:meth:`apply`), each task's time-out event
+        first; what was completed is applied even when a later task raises.
+        """
+        summarizer = self.summarizer
+        events: list[Any] = []
+        outcomes: list[SummaryOutcome] = []
+        done: list[SummaryOutcome] = []
+        try:
+            for task, reply, error in replies:
+                task_id = task.id
+                if error is not None and error.startswith(TIMEOUT):
+                    events.append(SummarizationTimedOut(
+                        task_id=task_id, agent_id=task.agent_id, timeout_ms=timeout_ms))
+                if summarizer.late(task_id) is not None:
+                    outcomes.append(summarizer.ignore_late(task_id))
+                    events.append(SummarizationLate(task_id=task_id))
+                    continue
+                outcome = (summarizer.complete(task_id, reply) if error is None
+                           else summarizer.complete_after_error(task_id, error))
+                outcomes.append(outcome)
+                done.append(outcome)
+        finally:  # what was completed is applied, even if a later task raised
+            self.apply(done, events)
+            self._writer.publish(events)
+        return outcomes
         return outcomes

@@ -11,6 +11,7 @@ from f09_memory import MemoryConfig, MemoryEngine
 from f09_memory.errors import ErrorCode, MemoryEngineError
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.summarization.service import LLMWorker, ask_many
+from f09_memory.testing import capture_events
 from f09_memory.testing.doubles import ScriptedLLM
 
 AGENTS = ("ann", "bob", "cid", "dan")
@@ -137,3 +138,34 @@ def test_a_raising_llm_gives_the_heuristic_and_the_next_calls_still_run() -> Non
     with pytest.raises(MemoryEngineError) as info:
         engine.summarize_pending(llm, timeout_ms=-5)
     assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+
+
+def test_a_round_equals_its_tasks_completed_one_by_one() -> None:
+    replies = [GOOD, "garbage", GOOD, ""]
+    whole, single = _engine(), _engine()
+    with capture_events(whole.bus, "memory:*") as log:
+        ran = whole.summarize_pending(ScriptedLLM(replies), now=100)
+    by_hand = [single.summarization.complete(task.id, reply) for task, reply in zip(
+        single.summarization.poll(now=100), replies, strict=True)]
+    assert [(o.path, o.summary_text, o.task.summary_record_id) for o in ran] == [
+        (o.path, o.summary_text, o.task.summary_record_id) for o in by_hand]
+    assert whole.state_hash() == single.state_hash()
+    whole._check()
+    names = [(e.name, getattr(e, "id", None) or getattr(e, "task_id", None)) for e in log.events]
+    for o in ran:  # each task's events in order: its sources, its summary, its completion
+        sources = [names.index(("memory:record:expired", rid)) for rid in o.task.source_ids]
+        created = names.index(("memory:record:created", o.task.summary_record_id))
+        completed = names.index(("memory:summarization:completed", o.task.id))
+        assert max(sources) < created < completed
+
+
+def test_a_round_applies_what_was_completed_when_a_later_task_raises() -> None:
+    engine = _engine()
+    tasks = engine.summarization.poll(now=100)
+    engine.summarization.complete(tasks[2].id, GOOD)  # done by hand: the round then fails
+    with pytest.raises(MemoryEngineError) as info:
+        engine.summarization._complete_round([(t, GOOD, None) for t in tasks], 0)
+    assert ErrorCode.MEMORY_SUMMARY_FAILED == info.value.code
+    done = [engine.records(a, "semantic") for a in AGENTS]
+    assert [1, 1, 1, 0] == [len(r) for r in done]  # ann and bob applied, cid by hand
+    engine._check()
