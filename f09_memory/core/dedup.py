@@ -35,6 +35,8 @@ from f09_memory.store.records import (
 __all__ = ["Group", "IngestDedup", "Stored", "reinforced"]
 
 _EPISODIC = MemoryLayer.EPISODIC
+_NOTHING = NewRecords()
+"""What a group of repeats only adds (never changed: no record is added)."""
 _CODE = operator.attrgetter("code")
 Group = tuple[AgentMemory, Sequence[PendingRecord]]
 """One agent's items of a store, in order."""
@@ -137,11 +139,15 @@ class IngestDedup:
                 fresh = self._dedup(am, items, texts, fps, now, window, placed, repeats, own,
                                     fresh_fps)
                 deduped.append((am, fresh, fresh_fps, placed, repeats, own))
-            built = self.ingestor.build_groups(
+            built = iter(self.ingestor.build_groups(
                 [(fresh, am.reserve_keys(len(fresh)), vocabulary(am.agent_id))
-                 for am, fresh, *_ in deduped], now, state.store.tags)
-            for (am, _, fresh_fps, placed, repeats, own), (new, labels) in zip(
-                    deduped, built, strict=True):
+                 for am, fresh, *_ in deduped if fresh], now, state.store.tags))
+            for am, fresh, fresh_fps, placed, repeats, own in deduped:
+                if not fresh:  # every item reinforced a stored record: nothing to add
+                    events.extend(own)
+                    yield am, _NOTHING, (), {}, (), placed
+                    continue
+                new, labels = next(built)
                 if any(repeats):  # repeats inside the batch reinforce it
                     importance = list(new.importance)
                     for i, times in enumerate(repeats):

@@ -227,6 +227,8 @@ class Writer:
             for am, new, slots, evicted, labels, placed in self._dedup.store(
                     groups, planned, now, window, events):
                 results.append(placed)
+                if not slots:  # repeats only: reinforcements never pass a cap
+                    continue
                 capped = self._hold_caps(am, now, new.keys[0] if len(new.keys) == 1 else None)
                 added.append((am, new, slots, evicted, labels, capped))
         stored = self.on_stored

@@ -309,3 +309,22 @@ def test_a_dedup_frame_over_several_agents_reports_each_agents_changes_in_order(
             ("memory:record:created", "b:0000000001")] == [
         (ev.name, ev.id) for ev in log.events]
     assert 0.55 == e.get("a:0000000001").importance  # one reinforcement (step 0.05)
+
+
+def test_an_agent_whose_items_all_repeat_adds_nothing_and_keeps_its_events_in_order() -> None:
+    batched, single = engine(dedup_window_ms=100), engine(dedup_window_ms=100)
+    first = [{"agent_id": "a", "content": "x"}, {"agent_id": "b", "content": "y"}]
+    for e in (batched, single):
+        e.ingest_batch(first, now=1)
+    frame = [{"agent_id": "a", "content": "x"}, {"agent_id": "b", "content": "w"},
+             {"agent_id": "a", "content": "X"}, {"agent_id": "c", "content": "y"}]
+    with capture_events(batched.bus, "memory:record:*") as log:
+        ids = batched.ingest_batch(frame, now=2).ids
+    assert ["a:0000000000", "b:0000000001", "a:0000000000", "c:0000000000"] == ids
+    assert ids == [single.ingest(i["agent_id"], i["content"], now=2).id for i in frame]
+    assert batched.state_hash() == single.state_hash()
+    assert [("memory:record:updated", "a:0000000000"), ("memory:record:updated", "a:0000000000"),
+            ("memory:record:created", "b:0000000001"), ("memory:record:created", "c:0000000000")
+            ] == [(ev.name, ev.id) for ev in log.events]
+    assert 1 == batched.count("a")
+    batched._check()
