@@ -78,10 +78,10 @@ class Ingestor:
         agent's vocabulary. Redaction covers the content, tags, source event and string
         attributes; importance is the heuristic's when an item has none; ``anchor`` is the
         recency anchor (default ``now``; a summary takes its sources'), or each group's
-        (a round of summaries). ``own_refs``: the
-        items' ``sourceRefIds`` are this engine's own record ids (a summary's sources), kept
-        as they are: ids are stored, logged and sent in events unredacted anyway (an agent
-        id holding private data is refused), and a redaction could only corrupt them.
+        (a round of summaries). ``own_refs``: the items' ``sourceRefIds`` are this engine's
+        own record ids (a summary's sources), kept as they are: ids are stored, logged and
+        sent in events unredacted anyway (an agent id holding private data is refused), and
+        a redaction could only corrupt them.
 
         Every side effect (redaction counts, each vocabulary, tag ids) happens as if the
         items were built one by one, group after group; the common parts run once for all

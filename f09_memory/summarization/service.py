@@ -106,11 +106,6 @@ class LLMWorker:
                 job.box.append(job.call())
                 job.done.set()
 
-    def submit(self, call: Callable[[], _Answer]) -> tuple[list[_Answer], threading.Event]:
-        """Queue ``call``; the returned box gets its answer when ``done`` is set."""
-        job = self.queue(call)
-        return job.box, job.done
-
     def queue(self, call: Callable[[], _Answer]) -> _Call:
         """Queue ``call`` and return it (its ``box`` gets the answer when ``done`` is set)."""
         job = _Call(call)
@@ -127,7 +122,7 @@ def ask_many(llm: LLMClient, tasks: Sequence[SummarizationTask], system: str, *,
     Answers come in task order. A non-string reply counts as no reply (the quality gate
     then takes the heuristic). Without ``timeout_ms`` each call runs when its answer is
     asked for. With it, every call is queued at once on a worker (``workers()`` gives
-    it): the LLM still gets them one after another, in order, while the caller applies
+    it): the LLM still gets them one after another, in order, while the caller handles
     the answers already given, so a frame's tasks cost two thread hand-offs, not two
     each. An answer is waited for (with ``wait``, injectable for tests) at most
     ``timeout_ms`` of wall time from when it is asked for; past that it is abandoned,
@@ -425,8 +420,9 @@ class SummarizationService(Journaled):
         wall time (default ``summarization_timeout_ms``) never loses a record: the local
         heuristic summary is used instead (``memory:summarization:timeout`` on a time-out;
         the late answer is dropped). With a timeout the calls are all queued on the worker
-        thread at once and answered in order while the earlier answers are applied
-        (:func:`ask_many`); each answer gets ``timeout_ms`` from when its turn comes.
+        thread at once and answered in order (:func:`ask_many`); each answer gets
+        ``timeout_ms`` from when its turn comes. The replies are then completed in order and
+        the round's summaries applied together (one transaction in durable mode).
 
         Raises:
             InputInvalidError: ``llm`` has no ``complete(prompt, ...)``, or a bad timeout.
@@ -457,7 +453,8 @@ class SummarizationService(Journaled):
         """:meth:`complete` (or :meth:`complete_after_error`) of each task's reply, in order.
 
         The summaries are applied together (:meth:`apply`), each task's time-out event
-        first; what was completed is applied even when a later task raises.
+        first; what was completed is applied even when a later task raises (in durable mode
+        the raise then undoes the whole round, as any call's).
         """
         summarizer = self.summarizer
         events: list[Any] = []
