@@ -317,18 +317,16 @@ class Writer:
 
     def remove(self, am: AgentMemory, key: int, reason: str, events: list[Any]) -> Removed:
         """Remove one live record and queue ``memory:record:expired`` with ``reason``."""
-        removed = am.remove(key)
-        if self.wants(RecordExpired.name):
-            events.append(RecordExpired(id=removed.id, layer=removed.layer.value, reason=reason))
-        return removed
+        return self.remove_many(am, (key,), reason, events)[0]
 
     def remove_many(self, am: AgentMemory, keys: Sequence[int], reason: str,
-                    events: list[Any]) -> None:
+                    events: list[Any]) -> list[Removed]:
         """:meth:`remove` of each of the live, distinct ``keys``, in order (one pass)."""
         removed = am.remove_many(keys)
         if self.wants(RecordExpired.name):
             events.extend(RecordExpired(id=r.id, layer=r.layer.value, reason=reason)
                           for r in removed)
+        return removed
 
     # ------------------------------------------------------------------ forget / update
     def forget(self, record_ids: object, agent_id: object) -> int:

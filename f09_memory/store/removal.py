@@ -79,14 +79,8 @@ class AgentRemoval:
     def remove(self, key: int) -> Removed:
         """Remove the live record ``key``. Runtime complexity: O(1) amortized."""
         slot = self.slot_of.pop(key)
-        if self.extras:
-            extra = self.extras.pop(key, None)
-            if extra is not None:
-                claim = extra.attributes.get("claimKey")
-                if isinstance(claim, str) and self.claims.get(claim) == key:
-                    del self.claims[claim]
-        if self.source_event:
-            self.source_event.pop(key, None)
+        if self.extras or self.source_event:
+            self._drop_sparse(key)
         code = self.layer.item(slot)
         if code == _EPISODIC:
             self.ring.discard(key)
@@ -149,13 +143,9 @@ class AgentRemoval:
         parts, fingerprints, columns and frees the slots. The caller updates the layer
         counts.
         """
-        for key in keys:
-            self.source_event.pop(key, None)
-            extra = self.extras.pop(key, None)
-            if extra is not None:
-                claim = extra.attributes.get("claimKey")
-                if isinstance(claim, str) and self.claims.get(claim) == key:
-                    del self.claims[claim]
+        if self.extras or self.source_event:
+            for key in keys:
+                self._drop_sparse(key)
         if self.dedup is not None:
             for slot, key in zip(slots, keys, strict=True):
                 self._forget_fingerprint(slot, key)
@@ -167,3 +157,12 @@ class AgentRemoval:
         self.content[index] = None
         self.stats[STAT_REMOVED] += len(slots)
         self.free.extend(slots)
+
+    def _drop_sparse(self, key: int) -> None:
+        """Drop ``key``'s source event and extra, and its claim if the record holds it."""
+        self.source_event.pop(key, None)
+        extra = self.extras.pop(key, None)
+        if extra is not None:
+            claim = extra.attributes.get("claimKey")
+            if isinstance(claim, str) and self.claims.get(claim) == key:
+                del self.claims[claim]
