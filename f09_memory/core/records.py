@@ -5,8 +5,11 @@ one for each record they return. Built objects are cached per agent by slot, wit
 record's ``rev`` (unique within the agent, and changed by every change of the record): an
 entry serves only while the rev matches, and a new record in a reused slot replaces the
 old one's. So an agent that recalls the same memories every frame does not rebuild them,
-and the cache never outgrows the slots in use. It holds at most ``capacity`` objects and
-is cleared when full (or when the embedder changes); it never changes what is returned.
+and the cache never outgrows the slots in use. An agent's cache keeps what its last two
+reads asked for: past ``_AGENT_KEEP`` objects (and twice the read), the others go, so the
+objects a frame no longer asks for (records that changed, or left the agent's top) do not
+pile up for the garbage collector to visit. It holds at most ``capacity`` objects and is
+cleared when full (or when the embedder changes); it never changes what is returned.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ __all__ = ["IngestedRecords", "RecordReader"]
 _EMPTY_META = RecordMetadata()
 _METAS_MAX = 4096
 """Most shared metadata objects a reader keeps (one per tag tuple and flag)."""
+_AGENT_KEEP = 32
+"""Objects an agent's cache may hold before it is trimmed to what was asked for last."""
 
 
 _new_record = trusted_factory(MemoryRecord)
@@ -164,9 +169,24 @@ class RecordReader:
                             records.get(slot))
         if held is None:
             self._cached += 1
+            if len(revs) > _AGENT_KEEP:
+                self._trim(am.agent_id, revs, records, [slot])
         revs[slot] = rev  # replaces what the slot held before (freed memory)
         records[slot] = record
         return record
+
+    def _trim(self, agent_id: str, revs: dict[int, int], records: dict[int, MemoryRecord],
+              keep: list[int]) -> None:
+        """Drop the entries of one agent's cache but ``keep`` and its last read's slots."""
+        last = self._last.get(agent_id)
+        slots = keep if last is None else [*keep, *np.frombuffer(last[1], dtype=np.intp).tolist()]
+        kept = {slot: revs[slot] for slot in slots if slot in revs}
+        objects = {slot: records[slot] for slot in kept}
+        self._cached -= len(revs) - len(kept)
+        revs.clear()
+        revs.update(kept)
+        records.clear()
+        records.update(objects)
 
     def _metadata(self, tags: tuple[str, ...], flagged: bool,
                   extra: RecordExtra | None = None) -> RecordMetadata:
@@ -241,6 +261,8 @@ class RecordReader:
         })
         if slot not in revs:
             self._cached += 1
+            if len(revs) > _AGENT_KEEP:
+                self._trim(agent_id, revs, records, [slot])
         revs[slot] = am.rev.item(slot)
         records[slot] = record
         return record
@@ -276,6 +298,8 @@ class RecordReader:
                 held[slot] = revs[i]
                 records[slot] = record
                 out[i] = record
+            if len(held) > _AGENT_KEEP and len(held) > 2 * len(slot_list):
+                self._trim(am.agent_id, held, records, slot_list)
         done = tuple(out)
         self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]
