@@ -28,7 +28,7 @@ from typing import TypeVar
 from f09_memory.errors import InputInvalidError
 from f09_memory.summarization.sources import Source, entities_of, tags_of
 
-__all__ = ["group_batches"]
+__all__ = ["group_batches", "group_rows"]
 
 S = TypeVar("S", bound=Source)
 
@@ -58,12 +58,26 @@ def group_batches(sources: Sequence[S], *, batch_size: int, gap_ms: int) -> list
     Raises:
         InputInvalidError: ``batch_size`` < 1 or ``gap_ms`` < 0.
     """
+    return [[sources[i] for i in group]
+            for group in group_rows(sources, batch_size=batch_size, gap_ms=gap_ms)]
+
+
+def group_rows(sources: Sequence[Source], *, batch_size: int, gap_ms: int,
+               entities: Sequence[Sequence[str]] | None = None) -> list[list[int]]:
+    """:func:`group_batches` as positions into ``sources`` (the same groups, in order).
+
+    ``entities``: ``entities_of(sources)`` if the caller has it already (computed here
+    otherwise).
+
+    Raises:
+        InputInvalidError: ``batch_size`` < 1 or ``gap_ms`` < 0.
+    """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputInvalidError("batch_size must be an int >= 1", details={"field": "batch_size"})
     if isinstance(gap_ms, bool) or not isinstance(gap_ms, int) or gap_ms < 0:
         raise InputInvalidError("gap_ms must be an int >= 0", details={"field": "gap_ms"})
     order = sorted(range(len(sources)), key=lambda i: (sources[i].recency_anchor, sources[i].id))
-    ents = entities_of(sources)
+    ents = entities_of(sources) if entities is None else entities
     groups: list[_Group] = []
     for i in order:
         src = sources[i]
@@ -91,4 +105,4 @@ def group_batches(sources: Sequence[S], *, batch_size: int, gap_ms: int) -> list
         target.tags |= tags
         target.entities |= names
         target.last_anchor = max(target.last_anchor, anchor)
-    return [[sources[i] for i in g.members] for g in groups]
+    return [g.members for g in groups]

@@ -24,7 +24,7 @@ from f09_memory.schema.enums import TaskStatus
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.summarization.heuristic import coverage_of, garbage_reason, heuristic_summary
 from f09_memory.summarization.outcome import SummaryOutcome, SummaryPath
-from f09_memory.summarization.sources import KeyTerm, SourceEvent, key_terms
+from f09_memory.summarization.sources import KeyTerm, SourceEvent, entities_of, key_terms
 
 __all__ = ["Judge", "PendingTask"]
 
@@ -43,6 +43,15 @@ class PendingTask:
     """Ready tasks: why they finish without the LLM (``skip:`` prefix: sources kept)."""
     terms: list[KeyTerm] | None = None
     """The sources' key terms, once computed (derived, not saved)."""
+    entities: list[list[str]] | None = None
+    """``entities_of(sources)``, once computed (derived, not saved): the prompt's grouping
+    and header and the quality gate's terms share it."""
+
+    def source_entities(self) -> list[list[str]]:
+        """``entities_of(sources)``, computed once."""
+        if self.entities is None:
+            self.entities = entities_of(self.sources)
+        return self.entities
 
     def to_state(self) -> dict[str, Any]:
         """JSON-safe state (``from_state`` inverts it)."""
@@ -74,7 +83,8 @@ class Judge:
     def terms(self, pending: PendingTask) -> list[KeyTerm]:
         """The sources' key terms (computed once per task)."""
         if pending.terms is None:
-            pending.terms = key_terms(pending.sources, self.config.summarization_coverage_terms)
+            pending.terms = key_terms(pending.sources, self.config.summarization_coverage_terms,
+                                      entities=pending.source_entities())
         return pending.terms
 
     def judge(self, pending: PendingTask, text: object) -> SummaryOutcome:

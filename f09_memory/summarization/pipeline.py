@@ -61,7 +61,7 @@ from f09_memory.errors import (
 from f09_memory.schema.enums import MemoryLayer, TaskStatus
 from f09_memory.schema.tasks import SummarizationTask
 from f09_memory.store.agent import AgentMemory
-from f09_memory.summarization.grouping import group_batches
+from f09_memory.summarization.grouping import group_rows
 from f09_memory.summarization.judging import Judge, PendingTask
 from f09_memory.summarization.outcome import SummaryOutcome
 from f09_memory.summarization.prompt import build_summary_prompt, load_summary_template
@@ -399,15 +399,19 @@ class Summarizer:
 
     def _prompt(self, pending: PendingTask) -> str:
         cfg = self.config
-        groups = group_batches(pending.sources, batch_size=len(pending.sources),
-                               gap_ms=cfg.summarization_grouping_gap_ms)
+        sources, ents = pending.sources, pending.source_entities()
+        rows = group_rows(sources, batch_size=len(sources),
+                          gap_ms=cfg.summarization_grouping_gap_ms, entities=ents)
+        # One group holds every source: its entities are the sources' (entities_of reads
+        # the whole batch it is given); several groups get their own, each its batch.
         return build_summary_prompt(
-            groups,
+            [[sources[i] for i in group] for group in rows],
             redact=self._redact,
             redact_lines=self._redact_lines,
             event_max_chars=cfg.summarization_event_max_chars,
             max_facts=cfg.summarization_coverage_terms,
             max_words=max(16, cfg.summarization_max_tokens * 3 // 4),
+            entities=[[ents[i] for i in rows[0]]] if len(rows) == 1 else None,
         ).user
 
     # ------------------------------------------------------------------ phase 2

@@ -96,6 +96,7 @@ def build_summary_prompt(
     max_facts: int = 8,
     max_words: int = 300,
     redact_lines: Callable[[list[str]], list[str]] | None = None,
+    entities: Sequence[Sequence[Sequence[str]]] | None = None,
 ) -> SummaryPrompt:
     """Fill the template with the events of ``groups`` (see the module doc).
 
@@ -109,6 +110,8 @@ def build_summary_prompt(
         redact_lines: ``redact`` for all the lines at once (a redactor's batch path, e.g.
             ``lambda lines: redactor.redact_many(lines)[0]``); each line gives what
             ``redact`` gives it.
+        entities: Each group's ``entities_of(group)``, if the caller has them (computed
+            here otherwise).
 
     Returns:
         The prompt.
@@ -128,7 +131,8 @@ def build_summary_prompt(
     last = max(s.recency_anchor for g in groups for s in g)
     count = 0
     for n, group in enumerate(groups, start=1):
-        terms = key_terms(group, _HEADER_TERMS)
+        terms = key_terms(group, _HEADER_TERMS,
+                          entities=None if entities is None else entities[n - 1])
         about = ", ".join(t.text for t in terms)
         size = f"{len(group)} event{'' if len(group) == 1 else 's'}"
         header = f"Group {n} ({size}; about: {about}):" if about else f"Group {n} ({size}):"

@@ -199,16 +199,18 @@ class KeyTerm(NamedTuple):
     kind: Literal["entity", "tag"]
 
 
-def key_terms(sources: Sequence[Source], limit: int) -> list[KeyTerm]:
+def key_terms(sources: Sequence[Source], limit: int, *,
+              entities: Sequence[Sequence[str]] | None = None) -> list[KeyTerm]:
     """The ``limit`` dominant terms of ``sources``.
 
     Terms are entities and tags, counted once per source that mentions them (a tag and an
     entity with the same lowercase text are one term, shown as the entity). Ordered by
-    count descending, then lowercase text, then text: deterministic.
+    count descending, then lowercase text, then text: deterministic. ``entities``:
+    ``entities_of(sources)`` if the caller has it already (computed here otherwise).
 
     Runtime complexity: O(total content length + T log T) for T distinct terms.
     """
-    ents = entities_of(sources)
+    ents = entities_of(sources) if entities is None else entities
     shown: dict[str, str] = {}  # lowercase -> displayed text
     is_entity: dict[str, bool] = {}
     count: dict[str, int] = {}

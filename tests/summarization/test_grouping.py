@@ -6,7 +6,10 @@ from typing import Any
 import pytest
 
 from f09_memory.errors import ErrorCode, MemoryEngineError
-from f09_memory.summarization import SourceEvent, group_batches
+from f09_memory.redaction import Redactor
+from f09_memory.summarization import SourceEvent, build_summary_prompt, group_batches, key_terms
+from f09_memory.summarization.grouping import group_rows
+from f09_memory.summarization.sources import entities_of
 
 
 def ev(key: int, content: str, t: int, tags: tuple[str, ...] = ()) -> SourceEvent:
@@ -90,7 +93,57 @@ def test_empty_input_gives_no_groups() -> None:
     ({"batch_size": 3, "gap_ms": 1.5}, "gap_ms"),
 ])
 def test_bad_arguments_raise_input_invalid(kwargs: dict[str, Any], field: str) -> None:
-    with pytest.raises(MemoryEngineError) as info:
-        group_batches([ev(0, "x", 0)], **kwargs)
-    assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
-    assert field == info.value.details["field"]
+    for group in (group_batches, group_rows):
+        with pytest.raises(MemoryEngineError) as info:
+            group([ev(0, "x", 0)], **kwargs)
+        assert ErrorCode.MEMORY_INPUT_INVALID == info.value.code
+        assert field == info.value.details["field"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_entities_computed_once_give_what_each_step_computes(seed: int) -> None:
+    """A summary task computes its sources' entities once, for the grouping, a single
+    group's header terms and the quality gate's terms: each gives what it computes alone."""
+    rng = random.Random(seed)
+    words = ["Bram", "Lysa", "Mira", "wolves", "Old Tom"]
+    src = [ev(i, f"{rng.choice(['Met', 'Saw'])} {rng.choice(words)} by {rng.choice(words)}.",
+              rng.randrange(0, 3000), rng.choice([(), ("trade",), ("Trade", "market")]))
+           for i in range(30)]
+    ents = entities_of(src)
+    for size in (8, 30):  # several groups, then (with the grouping below) one
+        rows = group_rows(src, batch_size=size, gap_ms=300, entities=ents)
+        assert rows == group_rows(src, batch_size=size, gap_ms=300)
+        assert [[src[i] for i in g] for g in rows] == group_batches(src, batch_size=size,
+                                                                    gap_ms=300)
+    assert key_terms(src, 8, entities=ents) == key_terms(src, 8)
+    one = sorted(range(len(src)), key=lambda i: (src[i].recency_anchor, src[i].id))
+    redact = Redactor(["EMAIL", "CARD"]).redact_text
+    assert build_summary_prompt([[src[i] for i in one]], redact=redact,
+                                entities=[[ents[i] for i in one]]) == build_summary_prompt(
+        [[src[i] for i in one]], redact=redact)
+
+
+def test_a_tasks_prompt_pairs_each_source_with_its_own_entities(build: Any, town: Any) -> None:
+    """The prompt's single group is in time order, the task's sources are not: the shared
+    entities are reordered with them. A tag equal to another source's entity would count
+    twice if a source got its neighbour's entities."""
+    from f09_memory.summarization.judging import PendingTask
+
+    engine, am = build(town(8))
+    task = engine.summarization.request(am.agent_id, 10_000)
+    assert task is not None
+    summarizer = engine.summarization.summarizer
+    sources = (ev(0, "Saw Bram at the mill.", 50, ("town",)),  # key order is not time order
+               ev(1, "Saw Lysa by the well.", 10, ("town",)),
+               ev(2, "Saw Mira.", 30, ("town", "lysa")))
+    pending = PendingTask(task, sources)
+    cfg = engine.config
+    groups = group_batches(sources, batch_size=3, gap_ms=cfg.summarization_grouping_gap_ms)
+    assert len(groups) == 1 and [s.key for s in groups[0]] == [1, 2, 0]
+    expected = build_summary_prompt(
+        groups, redact=summarizer._redact, redact_lines=summarizer._redact_lines,
+        event_max_chars=cfg.summarization_event_max_chars,
+        max_facts=cfg.summarization_coverage_terms,
+        max_words=max(16, cfg.summarization_max_tokens * 3 // 4)).user
+    assert summarizer._prompt(pending) == expected
+    assert "about: town, Lysa, Bram" in expected  # Lysa: an entity of one, a tag of another
