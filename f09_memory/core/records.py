@@ -167,13 +167,22 @@ class RecordReader:
         record = self._make(am, slot, am.key.item(slot),
                             self._version() if am.embedded.item(slot) else None,
                             records.get(slot))
-        if held is None:
+        self._keep(am.agent_id, cache, slot, rev, record)
+        return record
+
+    def _keep(self, agent_id: str, cache: tuple[dict[int, int], dict[int, MemoryRecord]],
+              slot: int, rev: int, record: MemoryRecord) -> None:
+        """Cache ``record`` for ``slot`` at ``rev`` (replacing what the slot held before).
+
+        A new entry past ``_AGENT_KEEP`` first trims the agent's cache.
+        """
+        revs, records = cache
+        if slot not in revs:
             self._cached += 1
             if len(revs) > _AGENT_KEEP:
-                self._trim(am.agent_id, revs, records, [slot])
-        revs[slot] = rev  # replaces what the slot held before (freed memory)
+                self._trim(agent_id, revs, records, [slot])
+        revs[slot] = rev
         records[slot] = record
-        return record
 
     def _trim(self, agent_id: str, revs: dict[int, int], records: dict[int, MemoryRecord],
               keep: list[int]) -> None:
@@ -242,7 +251,6 @@ class RecordReader:
         cache = self._cache.get(agent_id)
         if cache is None or self._cached >= self._capacity:
             cache = self._agent_cache(agent_id)
-        revs, records = cache
         record = _new_record({
             "id": f"{agent_id}:{key:010d}",
             "layer": layer,
@@ -259,12 +267,7 @@ class RecordReader:
             "redacted": redacted,
             "hash": content_hash(content),
         })
-        if slot not in revs:
-            self._cached += 1
-            if len(revs) > _AGENT_KEEP:
-                self._trim(agent_id, revs, records, [slot])
-        revs[slot] = am.rev.item(slot)
-        records[slot] = record
+        self._keep(agent_id, cache, slot, am.rev.item(slot), record)
         return record
 
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
