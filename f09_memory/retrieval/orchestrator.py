@@ -375,17 +375,22 @@ class Retriever:
                 score += sw * sims
             if prox is not None and weights[0][4]:
                 score += float(weights[0][4]) * prox
-        else:
-            row_kind = np.array(kind_of, dtype=np.intp)[job_of()]
-            w = weights[row_kind]
-            score *= w[:, 1]
-            score += w[:, 0] * boosted
-            cell = row_kind * layer_w.shape[1] + rows_layer
+        else:  # rows are grouped by agent: each weight is its agent's, repeated (1-D, in C)
+            per_agent = np.diff(bounds)
+            agent_w = weights[np.array(kind_of, dtype=np.intp)]
+
+            def weight(column: int) -> NDArray[np.float64]:
+                return np.repeat(agent_w[:, column], per_agent)
+
+            score *= weight(1)
+            score += weight(0) * boosted
+            cell = np.repeat(np.array(kind_of, dtype=np.intp) * layer_w.shape[1], per_agent)
+            cell += rows_layer
             score += (weights[:, 3:4] * layer_w).ravel().take(cell)
             if any_sims:
-                score += w[:, 2] * sims
+                score += weight(2) * sims
             if prox is not None:
-                score += w[:, 4] * prox
+                score += weight(4) * prox
         score *= self.config.score_quantum  # quantize in place: one pass fewer
         np.rint(score, out=score)
         q = score.astype(np.int64)
