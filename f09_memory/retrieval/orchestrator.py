@@ -295,19 +295,19 @@ class Retriever:
         layer = cat("layer")
         mask = crowd.mask([jobs[i].request for i in live], self.layer_policy, layer, now)
         slot_of_row: NDArray[np.intp] | None = None  # when every row qualifies: on demand
-        selected: NDArray[np.intp] | None = None  # the agent of each qualifying row
         if mask.all():  # no gather needed when all rows qualify
             rows, bounds = None, crowd.starts
             ramp = np.arange(int(crowd.his.max()), dtype=np.intp)
-        else:
+        else:  # rows stay grouped by agent: per-agent counts, no per-row gather
             rows = np.flatnonzero(mask)
-            selected = crowd.row_agent[rows]
-            bounds = np.searchsorted(selected, np.arange(len(live) + 1))
-            slot_of_row = rows - crowd.starts[selected]
+            counts = np.add.reduceat(mask, crowd.starts[:-1], dtype=np.intp)
+            bounds = np.concatenate(([0], np.cumsum(counts)))
+            slot_of_row = rows - np.repeat(crowd.starts[:-1], counts)
 
         def job_of() -> NDArray[np.intp]:
             """The agent (frame position) of each candidate row."""
-            return crowd.row_agent if selected is None else selected
+            return crowd.row_agent if rows is None else np.repeat(
+                np.arange(len(live), dtype=np.intp), np.diff(bounds))
 
         n_rows = mask.shape[0] if rows is None else rows.shape[0]
 
