@@ -289,18 +289,19 @@ class Summarizer:
                 self._next[agent_id] = now + max(1, cfg.summarization_min_interval_ms)
             return None
         keys.sort()
-        slot_of = am.slot_of
+        slots = list(map(am.slot_of.__getitem__, keys))
         scrub = self._redact if self._redact_sources else None
         sources = []
-        for k in keys:
-            slot = slot_of[k]
-            content = am.content[slot]
+        tag_table, contents = am.tags, am.content
+        for k, slot, anchor, importance, tagset in zip(
+                keys, slots, am.anchor[slots].tolist(), am.importance[slots].tolist(),
+                am.tagset[slots].tolist(), strict=True):
+            content = contents[slot]
             assert content is not None
-            tags = am.tags_of(slot)
+            tags = tag_table.get(tagset)
             if scrub is not None:
                 content, tags = scrub(content), tuple(scrub(t) for t in tags)
-            sources.append(SourceEvent(k, am.id_of(k), int(am.anchor[slot]),
-                                       float(am.importance[slot]), content, tags))
+            sources.append(SourceEvent(k, am.id_of(k), anchor, importance, content, tags))
         n = self._counters.get(agent_id, 0)
         task = SummarizationTask(
             id=f"sum:{agent_id}:{n:08d}",
