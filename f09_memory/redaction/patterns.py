@@ -126,14 +126,43 @@ def _ipv4_gate(text: str) -> bool:
     return text.count(".") >= 3 and _IPV4_PAIR(text) is not None
 
 
+_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SHAPE = bytes.maketrans(b"0123456789" + _LETTERS + b" -", b"0" * 10 + b"a" * 52 + b"--")
+"""A text's shape: ASCII digits -> ``0``, letters -> ``a``, space and ``-`` -> ``-``."""
+_RUN_SHAPE = bytes.maketrans(b"0123456789 -", b"0" * 12)
+"""A digit run's shape: ASCII digits, space and ``-`` -> ``0``."""
+
+
+def _shape_gate(needles: tuple[bytes, ...], table: bytes, other: Gate | None = None) -> Gate:
+    """A batch gate: one of ``needles`` in the texts' UTF-8 bytes mapped by ``table``.
+
+    A byte of a non-ASCII character maps to itself, so the test holds for the joined texts
+    whenever it holds for one of them; ``other`` (if given) takes non-ASCII batches
+    instead (a pattern that reads any script's digits there). C speed: one translation and
+    a substring search per needle.
+    """
+    def gate(joined: str) -> bool:
+        if other is not None and not joined.isascii():
+            return bool(other(joined))
+        shape = joined.encode("utf-8", "surrogatepass").translate(table)
+        return any(needle in shape for needle in needles)
+    return gate
+
+
 # Per built-in: (the fewest digits a replacement holds, gate on one text, gate on texts
 # joined by "\n", check). A gate is a necessary condition of a replacement (after the digit
 # count, which the Redactor takes once per text, and the digit test once per batch); a
 # batch gate holds on the joined texts whenever the gate holds on one of them. Gates are
 # substring tests where they can be (a rare character first: one memchr over a batch),
 # regex scans only on texts with enough digits: a card is 13-19 digits (``card_spans``), a
-# NUMSEQ16 run 16, a dotted quad 4, an IBAN's check digits 2, the shortest phone
-# number the regex takes 4 (two groups of two), an SSN 9.
+# NUMSEQ16 run 16, a dotted quad 4, an IBAN's check digits 2, the shortest phone number
+# the regex takes 4 (two groups of two, split by a separator), an SSN 9. A digit
+# pattern's batch gate looks for what its gate scans for in the batch's shape (13 or 16
+# run characters in a row, two letters and two digits, ...): a batch of clean texts with
+# digits (timestamps, coordinates: most frames, most summary prompts) skips the pattern
+# for all its texts at once.
+_CARD_GATE = _digit_run(r"[0-9][0-9 \-]{11,}[0-9]")
+_NUMSEQ_GATE = _digit_run(r"[0-9][0-9 \-]{14,}[0-9]")
 _BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
     "EMAIL": (0, lambda t: "@" in t, lambda j: "@" in j, None),
     "UUID": (0, lambda t: t.count("-") >= 4, lambda j: "-" in j, None),  # 8-4-4-4-12
@@ -147,13 +176,16 @@ _BUILTIN_PARTS: dict[str, tuple[int, Gate, Gate | None, SpanCheck | None]] = {
                 lambda j: "IA" in j and ("AKIA" in j or "ASIA" in j), aws_spans),
     "GITHUB_TOKEN": (0, lambda t: "_" in t and "gh" in t,
                      lambda j: "_" in j and "gh" in j, None),
-    "CARD": (13, _digit_run(r"[0-9][0-9 \-]{11,}[0-9]"), None, card_spans),
-    "NUMSEQ16": (16, _digit_run(r"[0-9][0-9 \-]{14,}[0-9]"), None, None),
+    "CARD": (13, _CARD_GATE, _shape_gate((b"0" * 13,), _RUN_SHAPE, _CARD_GATE), card_spans),
+    "NUMSEQ16": (16, _NUMSEQ_GATE, _shape_gate((b"0" * 16,), _RUN_SHAPE, _NUMSEQ_GATE), None),
     # Two letters then two digits, found from a digit (the rarer class leads the scan).
-    "IBAN": (2, _search(r"[0-9](?<=[A-Za-z]{2}[0-9])[0-9]"), None, iban_spans),
-    "IPV4": (4, _ipv4_gate, None, None),
-    "PHONE": (4, _search(r"[0-9]{2}"), None, phone_spans),
-    "SSN": (9, _search(r"[0-9]{3}[\- ][0-9]{2}"), None, None),
+    "IBAN": (2, _search(r"[0-9](?<=[A-Za-z]{2}[0-9])[0-9]"), _shape_gate((b"aa00",), _SHAPE),
+             iban_spans),
+    "IPV4": (4, _ipv4_gate, _shape_gate((b"0.0",), _SHAPE), None),
+    # Digit groups split by a space, "-" or ".", or a "+" and a digit (the regex's two forms)
+    "PHONE": (4, _search(r"[0-9][ \-.][0-9]|\+[0-9]"),
+              _shape_gate((b"0-0", b"0.0", b"+0"), _SHAPE), phone_spans),
+    "SSN": (9, _search(r"[0-9]{3}[\- ][0-9]{2}"), _shape_gate((b"000-00",), _SHAPE), None),
 }
 
 

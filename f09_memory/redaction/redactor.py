@@ -312,8 +312,29 @@ class Redactor:
         return active
 
     def redact_lines(self, texts: list[str]) -> list[str]:
-        """:meth:`redact_text` of each text, through :meth:`redact_many` (one batch)."""
-        return self.redact_many(texts)[0]
+        """:meth:`redact_text` of each text, with the gates checked once for the batch.
+
+        For texts made once (a summary prompt's lines; an outgoing view's texts, which
+        ``RedactionMemo`` remembers itself): counted like :meth:`redact_many`, but neither
+        looked up in the memo nor kept there, where they would only fill it.
+        """
+        if not self.enabled or not texts:
+            return list(texts)
+        active = self._batch_patterns(texts)
+        if not active:
+            return list(texts)
+        apply = self._apply
+        counts = self.counts
+        out: list[str] = []
+        for text in texts:
+            if not text:
+                out.append(text)
+                continue
+            red, _, made = apply(text, active)
+            for label, n in made:
+                counts[label] += n
+            out.append(red)
+        return out
 
     def stored_form(self, text: str) -> str:
         """``text`` as it would be stored, counting nothing (to compare with stored texts)."""

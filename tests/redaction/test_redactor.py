@@ -214,7 +214,8 @@ def test_the_memo_keeps_the_texts_told_lately_across_a_turnover() -> None:
 _PIECES = st.sampled_from([
     "4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "1234 5678 9012 3456 7",
     "DE89 3704 0044 0532 0130 00", "gb82west12345698765432", "10.0.0.1", "192.168.1.254",
-    "+44 20 7946 0958", "123-45-6789", "a@b.io", "123e4567-e89b-12d3-a456-426614174000",
+    "+44 20 7946 0958", "+15551234567", "(555) 123.4567", "123-45-6789", "a@b.io",
+    "123e4567-e89b-12d3-a456-426614174000",
     "\u0664\u0661\u0661\u0661 \u0661\u0661\u0661\u0661", "<REDACT:sha256-0123456789ab>",
     "agent-0012", "(3,4)", "step 12", " ", "-", ".", "..", "x", "DE", "42", "7", "0"])
 
@@ -239,3 +240,45 @@ def test_a_batch_redacts_each_text_as_alone(texts: list[str]) -> None:
     batch = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY).redact_many(texts)[0]
     alone = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)
     assert batch == [alone.redact_text(text) for text in texts]
+
+
+_GATE_PIECES = st.sampled_from([
+    "4111", " 1111", "-1111", "1111", "9", "0", " ", "-", ".", "10.0.0.1", "DE89", "de89",
+    "gb", "82", "123-45", "-6789", "+44 20", "+1555", "ab", "X", "\n", "\u0664\u0661\u0661\u0661",
+    " \u0661\u0661\u0661\u0661", "\u00e9", "\ud800", "t=300000: ", "(11,23)"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_GATE_PIECES, max_size=10).map("".join), min_size=1, max_size=6))
+def test_a_batch_gate_holds_on_the_joined_texts_whenever_a_text_s_gate_holds(
+        texts: list[str]) -> None:
+    """The contract a batch gate keeps: one of the texts passing its pattern's gate means
+    the texts joined by newlines pass the batch gate (ASCII or not, lone surrogates too)."""
+    joined = "\n".join(texts)
+    for p in Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)._compiled:
+        if p.gate is not None and p.batch_gate is not None and any(map(p.gate, texts)):
+            assert p.batch_gate(joined), p.label
+
+
+def test_a_clean_prompt_s_digits_leave_no_digit_pattern_to_run() -> None:
+    """Timestamps, agent numbers and coordinates give a prompt many digits but no run a
+    digit pattern needs: its batch gates skip them all, for every line at once."""
+    r = Redactor(["DEFAULT", "PHONE", "SSN"], key=KEY)
+    lines = ["Group 1 (25 events; about: sighting, agent-0002):"] + [
+        f"- t={300_000 + 1_000 * i}: Saw agent-{i:04d} by the oak at ({i},{2 * i})."
+        for i in range(25)]
+    assert [p.label for p in r._batch_patterns(lines)] == ["UUID"]  # its gate: 4 dashes
+    card = [*lines, "- t=1: Paid with 4111 1111 1111 1111."]
+    assert {"CARD", "NUMSEQ16", "PHONE"} <= {p.label for p in r._batch_patterns(card)}
+
+
+def test_redact_lines_gives_and_counts_what_redact_gives_and_keeps_no_line() -> None:
+    lines = ["- t=5: mail ana@example.org", "", "- t=6: card 4111 1111 1111 1111",
+             "- t=7: nothing", "- t=5: mail ana@example.org"]
+    r, single = Redactor(DEFAULT_PATTERNS, key=KEY), Redactor(DEFAULT_PATTERNS, key=KEY)
+    assert r.redact_lines(lines) == [single.redact_text(line) for line in lines]
+    assert r.counts == single.counts and r.counts["EMAIL"] == 2 and r.counts["CARD"] == 1
+    assert not r._memo and not r._older  # single-use lines are not remembered
+    assert r.redact_lines([]) == [] and r.redact_lines(["a", "b"]) == ["a", "b"]
+    off = Redactor(DEFAULT_PATTERNS, enabled=False)
+    assert off.redact_lines(lines[:1]) == lines[:1] and not off.counts["EMAIL"]
