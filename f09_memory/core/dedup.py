@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-import numpy as np
-
 from f09_memory.bus import RecordUpdated
 from f09_memory.core.state import EngineState
 from f09_memory.ingestion.frame_checks import item_column, take_items
@@ -206,7 +204,7 @@ class IngestDedup:
         slot_of, created, content = am.slot_of, am.created, am.content
         fresh: list[int] = []  # the rows of the items to store
         seen: dict[int, int] = {}
-        hits: dict[int, int] = {}  # key -> reinforcements, applied at the end in one pass
+        hits: dict[int, int] = {}  # slot -> reinforcements, applied at the end in one pass
         report = self.wants(RecordUpdated.name)
         for row, (text, fp) in enumerate(zip(texts, fps, strict=True)):
             earlier = seen.get(fp)
@@ -217,6 +215,7 @@ class IngestDedup:
                     out.append(target)
                     continue
                 key = target
+                slot: int | None = slot_of[key]
             else:
                 found = index.get(fp)
                 slot = slot_of.get(found) if found is not None else None
@@ -231,7 +230,8 @@ class IngestDedup:
                     continue
                 key = found
                 seen[fp] = len(out)
-            hits[key] = hits.get(key, 0) + 1
+            assert slot is not None
+            hits[slot] = hits.get(slot, 0) + 1
             if report:
                 events.append(RecordUpdated(id=am.id_of(key), fields=(
                     "importance", "recency_anchor"), reason="dedup"))
@@ -241,17 +241,17 @@ class IngestDedup:
         return take_items(items, fresh)
 
     def _reinforce(self, am: AgentMemory, hits: dict[int, int], now: int) -> None:
-        """Dedup reinforcements of ``am``'s records: per key, its count of them.
+        """Dedup reinforcements of ``am``'s records: per slot, its count of them.
 
         Each one adds the importance step (capped at 1, rounded as :func:`reinforced`) and
         moves the anchor up to ``now``; the records' columns are written once.
         """
         step = self.state.config.dedup_importance_step
-        slots = np.fromiter(map(am.slot_of.__getitem__, hits), dtype=np.intp, count=len(hits))
-        values = am.importance[slots].tolist()
-        for i, times in enumerate(hits.values()):
-            value = values[i]
+        importance = am.importance
+        values: list[float] = []
+        for slot, times in hits.items():
+            value = importance.item(slot)
             for _ in range(times):
                 value = reinforced(value, step)
-            values[i] = value
-        am.reinforce(slots, values, now)
+            values.append(value)
+        am.reinforce(list(hits), values, now)

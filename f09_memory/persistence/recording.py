@@ -134,7 +134,7 @@ class RecordingAgentMemory(AgentMemory):
                               tokens=tokens, redacted=redacted, tagset=tagset, extra=extra,
                               status=status)
 
-    def reinforce(self, slots: NDArray[np.intp], importance: Sequence[float],  # noqa: D102
+    def reinforce(self, slots: Sequence[int], importance: Sequence[float],  # noqa: D102
                   now: int) -> None:
         if not self.quiet:
             for key, value, anchor in zip(self.key[slots].tolist(), importance,

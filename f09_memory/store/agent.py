@@ -488,7 +488,7 @@ class AgentMemory(AgentRemoval, AgentOrder, AgentVectors, AgentDedup, AgentColum
             self._index_claim(key, self.extras[key], status)
         return slot
 
-    def reinforce(self, slots: NDArray[np.intp], importance: Sequence[float],
+    def reinforce(self, slots: Sequence[int], importance: Sequence[float],
                   now: int) -> None:
         """Set the importance of the records in ``slots`` and move each anchor up to ``now``.
 
@@ -498,15 +498,16 @@ class AgentMemory(AgentRemoval, AgentOrder, AgentVectors, AgentDedup, AgentColum
         """
         if len(slots) <= SCALAR_MAX:  # a frame's usual few: cheaper than five numpy calls
             column, anchor = self.importance, self.anchor
-            for slot, value in zip(slots.tolist(), importance, strict=True):
+            for slot, value in zip(slots, importance, strict=True):
                 self._unhash(slot)
                 column[slot] = value
                 if anchor.item(slot) < now:
                     anchor[slot] = now
             return
-        self._unhash_many(slots)
-        self.importance[slots] = importance
-        self.anchor[slots] = np.maximum(self.anchor[slots], now)
+        index = np.asarray(slots, dtype=np.intp)
+        self._unhash_many(index)
+        self.importance[index] = importance
+        self.anchor[index] = np.maximum(self.anchor[index], now)
 
     def set_bounds(self, min_deadline: int | None = None,
                    min_episodic_anchor: int | None = None) -> None:

@@ -201,7 +201,7 @@ def test_reinforce_ends_as_updates_one_by_one(keys: list[int]) -> None:
     assert batch is not None and single is not None
     values = [round(0.25 + 0.05 * i, 2) for i in range(len(keys))]
     revs = batch.rev.copy()
-    slots = np.asarray([batch.slot_of[k] for k in keys], dtype=np.intp)
+    slots = [batch.slot_of[k] for k in keys]
     batch.reinforce(slots, values, now=20)
     for key, value in zip(keys, values, strict=True):
         slot = single.slot_of[key]
