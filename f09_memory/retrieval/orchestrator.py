@@ -377,14 +377,15 @@ class Retriever:
                 score += float(weights[0][4]) * prox
         else:  # rows are grouped by agent: each weight is its agent's, repeated (1-D, in C)
             per_agent = np.diff(bounds)
-            agent_w = weights[np.array(kind_of, dtype=np.intp)]
+            agent_kind = np.array(kind_of, dtype=np.intp)
+            agent_w = weights[agent_kind]
 
             def weight(column: int) -> NDArray[np.float64]:
                 return np.repeat(agent_w[:, column], per_agent)
 
             score *= weight(1)
             score += weight(0) * boosted
-            cell = np.repeat(np.array(kind_of, dtype=np.intp) * layer_w.shape[1], per_agent)
+            cell = np.repeat(agent_kind * layer_w.shape[1], per_agent)
             cell += rows_layer
             score += (weights[:, 3:4] * layer_w).ravel().take(cell)
             if any_sims:
