@@ -99,8 +99,8 @@ class RecordReader:
         """Metadata of records without a source event, by tags, flag and the identity of
         the extra (``None`` for none), each kept beside its extra so that identity is not
         reused."""
-        self._last: dict[str, tuple[int, bytes, tuple[MemoryRecord, ...]]] = {}
-        """Per agent, its ``next_rev``, the slots of its last ``build_many`` and their records."""
+        self._last: dict[str, tuple[bytes, bytes, tuple[MemoryRecord, ...]]] = {}
+        """Per agent, the revs and slots of its last ``build_many`` (as bytes) and their records."""
         self._digests: dict[str, tuple[NDArray[np.int64], NDArray[np.uint8]]] = {}
         """Per agent, by slot: the rev a record digest was computed at (-1: none) and the
         digest (:meth:`digests`). Plain arrays: no object per record."""
@@ -273,17 +273,21 @@ class RecordReader:
     def build_many(self, am: AgentMemory, slots: NDArray[np.intp]) -> list[MemoryRecord]:
         """The records in ``slots``, in that order (cached ones are not rebuilt).
 
-        An agent asked for the same slots again while unchanged (its ``next_rev`` moves with
-        every change of a record, so no ``rev`` changed) gets the same objects without a
-        lookup per record: a crowd whose memories did not change recalls them at O(1).
+        An agent asked for the same slots again while none of their records changed (the
+        same ``rev`` in each: a rev moves with every change of a record) gets the same
+        objects without a lookup per record: a crowd whose top memories did not change
+        recalls them in one gather, whatever else the agent stored meanwhile (in a grid
+        world's frame, four reads in five).
         """
         picked = slots.tobytes()
+        current = am.rev[slots]
+        stamp = current.tobytes()
         last = self._last.get(am.agent_id)
-        if last is not None and last[0] == am.next_rev and last[1] == picked:
+        if last is not None and last[1] == picked and last[0] == stamp:
             return list(last[2])
         held, records = self._agent_cache(am.agent_id)
         slot_list = slots.tolist()
-        revs = am.rev[slots].tolist()
+        revs = current.tolist()
         out: list[MemoryRecord | None] = list(map(records.get, slot_list))
         cached_revs = list(map(held.get, slot_list))
         if cached_revs != revs:  # some missing or stale (all current: one compare in C)
@@ -304,7 +308,7 @@ class RecordReader:
             if len(held) > _AGENT_KEEP and len(held) > 2 * len(slot_list):
                 self._trim(am.agent_id, held, records, slot_list)
         done = tuple(out)
-        self._last[am.agent_id] = (am.next_rev, picked, done)  # type: ignore[assignment]
+        self._last[am.agent_id] = (stamp, picked, done)  # type: ignore[assignment]
         return list(done)  # type: ignore[arg-type]
 
     def digests(self, am: AgentMemory, slots: NDArray[np.intp],

@@ -147,3 +147,36 @@ def test_a_crowds_frames_keep_few_record_objects_for_the_collector() -> None:
     gc.collect()
     alive = sum(type(o).__name__ == "MemoryRecord" for o in gc.get_objects())
     assert alive <= len(agents) * _AGENT_KEEP < len(built) // 2
+
+
+def test_the_same_top_records_are_served_again_while_the_agent_stores_others(
+        monkeypatch) -> None:
+    """A bundle whose records did not change is served as the same objects without a
+    lookup per record, even though the agent stored other memories since; once one of
+    them changes (a dedup reinforcement, an update), it is built afresh."""
+    engine = MemoryEngine(MemoryConfig(dedup_window_ms=1_000), embedder=None, seed=0)
+    engine.ingest_many("a", [{"content": f"the well {i}", "importance": 0.9}
+                             for i in range(4)], now=1)
+    request = RetrievalRequest(agent_id="a", purpose="reasoning", max_tokens=10_000,
+                               limit=4, strategy="importance")
+    first = engine.retrieve(request, now=2).records
+    engine.ingest("a", "a pebble", importance=0.1, now=3)  # the agent changed, not its top
+    reader = engine._reader
+
+    def no_lookup(agent_id: str) -> object:
+        raise AssertionError("an unchanged bundle looked its records up one by one")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(reader, "_agent_cache", no_lookup)
+        again = engine.retrieve(request, now=4).records
+    assert len(again) == 4 and all(a is b for a, b in zip(first, again, strict=True))
+    engine.ingest("a", "the well 2", importance=0.9, now=5)  # a repeat: reinforces one
+    after = engine.retrieve(request, now=6).records
+    was = {r.id: r for r in first}
+    changed = [r for r in after if r is not was[r.id]]
+    assert [r.content for r in changed] == ["the well 2"] and after[0] is changed[0]
+    assert changed[0].recency_anchor == 5 and changed[0].importance == 0.95
+    engine.update(after[0].id, importance=0.5)
+    last = engine.retrieve(request, now=7).records
+    assert last[-1].id == after[0].id and last[-1] is not after[0]
+    assert last[-1].importance == 0.5 and last[:-1] == after[1:]
