@@ -168,8 +168,8 @@ class RecordingAgentMemory(AgentMemory):
             self.quiet = False
         return None
 
-    def attach_rows(self, slots: list[int], vectors: NDArray[np.float32],  # noqa: D102
-                    rows: list[int]) -> None:
+    def attach_rows(self, slots: Sequence[int], vectors: NDArray[np.float32],  # noqa: D102
+                    rows: Sequence[int]) -> None:
         if self.quiet:
             return super().attach_rows(slots, vectors, rows)
         self.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[rows])  # recorded

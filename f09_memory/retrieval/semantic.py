@@ -301,10 +301,10 @@ class SemanticMemory:
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
                     vectors: NDArray[np.float32]) -> None:
-        """:meth:`attach` for several records of one agent (one block copy)."""
+        """:meth:`attach` for several records of one agent (``vectors`` row by row)."""
         if not slots:
             return
-        am.attach_vectors(np.asarray(slots, dtype=np.intp), vectors)
+        am.attach_rows(slots, vectors, range(len(slots)))
 
     def retry_slice(self, store: MemoryStore, budget: int | None,
                     now: int = 0) -> tuple[int, int, list[Any]]:

@@ -9,6 +9,8 @@ these mutators (``persistence.recording``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -91,7 +93,7 @@ class AgentVectors:
         self.embedded[slots] = True
         self.dirty = True
 
-    def _mark_embedded(self, slots: list[int]) -> None:
+    def _mark_embedded(self, slots: Sequence[int]) -> None:
         """:meth:`mark_embedded_many` of a few slots, by scalar stores."""
         embedded, hashed, rev = self.embedded, self.hashed, self.rev
         for slot in slots:
@@ -122,24 +124,32 @@ class AgentVectors:
         if self.index is not None:
             self.index.add(self.key[slots], vectors)
 
-    def attach_rows(self, slots: list[int], vectors: NDArray[np.float32],
-                    rows: list[int]) -> None:
+    def attach_rows(self, slots: Sequence[int], vectors: NDArray[np.float32],
+                    rows: Sequence[int]) -> None:
         """:meth:`attach_vectors` of ``vectors[rows]`` to the live ``slots`` (distinct).
 
-        For an async job's few records per agent: no index arrays are built for a few rows.
+        For a few records of an agent (a frame's, an async job's): no index arrays are built
+        for a few rows, and a run of slots given as a ``range`` (new records above the
+        agent's high-water mark) takes its rows, a ``range`` too, in one block copy.
         Runtime complexity: O(k).
         """
+        block = (vectors[rows.start:rows.stop] if isinstance(rows, range) and rows.step == 1
+                 else None)  # a run of rows: a view, no copy
         if len(slots) > SCALAR_MAX:
-            self.attach_vectors(np.asarray(slots, dtype=np.intp), vectors[rows])
+            self.attach_vectors(np.asarray(slots, dtype=np.intp),
+                                vectors[rows] if block is None else block)
             return
         column = self.vectors
         if column is None or column.shape[1] != vectors.shape[1]:
             column = self.ensure_vectors(int(vectors.shape[1]))
-        for row, slot in zip(rows, slots, strict=True):
-            column[slot] = vectors[row]
+        if block is not None and isinstance(slots, range) and slots.step == 1:
+            column[slots.start:slots.stop] = block
+        else:
+            for row, slot in zip(rows, slots, strict=True):
+                column[slot] = vectors[row]
         self._mark_embedded(slots)
         if self.index is not None:
-            self.index.add(self.key[slots], vectors[rows])
+            self.index.add(self.key[slots], vectors[rows] if block is None else block)
 
     def start_index_build(self, index: VectorIndex) -> None:
         """Begin building ``index`` (empty) in key order; it serves no query until done."""

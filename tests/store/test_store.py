@@ -520,3 +520,29 @@ def test_remove_many_equals_removing_one_by_one() -> None:
         am_many.remove_many([live, 10**9])
     assert before == many.state_hash() and live in am_many.slot_of
     many._check()
+
+
+@pytest.mark.parametrize("n", [3, 12])  # row stores / one numpy store
+def test_attach_rows_of_a_run_or_a_list_equals_attach_vectors(n: int) -> None:
+    """Vectors attached as a run (slots and rows given as ranges: one block copy), as
+    lists (row by row) or by ``attach_vectors`` end in the same columns and hash."""
+    engines = [MemoryEngine(MemoryConfig(), embedder=None, seed=0) for _ in range(3)]
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((n + 2, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for e in engines:
+        e.ingest_many("a", [f"fact {i}" for i in range(n + 4)], now=1)
+        e.state_hash()
+    run, listed, whole = (e._state.store.get("a") for e in engines)
+    assert run is not None and listed is not None and whole is not None
+    start = 2
+    run.attach_rows(range(start, start + n), vectors, range(1, 1 + n))
+    listed.attach_rows(list(range(start, start + n)), vectors, list(range(1, 1 + n)))
+    whole.attach_vectors(np.arange(start, start + n), vectors[1:1 + n])
+    assert run.vectors is not None and listed.vectors is not None and whole.vectors is not None
+    for am in (run, listed):
+        assert np.array_equal(am.vectors[: am.hi], whole.vectors[: whole.hi])
+        assert np.array_equal(am.embedded, whole.embedded)
+        am._check()
+    assert run.embedded[start:start + n].all() and not run.embedded[:start].any()
+    assert len({e.state_hash() for e in engines}) == 1
