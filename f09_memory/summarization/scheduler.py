@@ -60,30 +60,43 @@ def eligible_slots(am: AgentMemory, now: int, config: MemoryConfig) -> NDArray[n
     Runtime complexity: O(1) while no episodic record can be old enough (a maintained lower
     bound of their anchors, refreshed here), else O(n) numpy over the agent's slots.
     """
+    return _eligible(am, now, config)[0]
+
+
+def _eligible(am: AgentMemory, now: int, config: MemoryConfig
+              ) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+    """:func:`eligible_slots` and their decayed importances, quantized (aligned).
+
+    The decay is computed once, over every slot: each value is the same float whichever
+    other slots are computed with it (an elementwise product and ``exp``).
+    """
     if am.min_episodic_anchor > now - config.episodic_window:
-        return np.zeros(0, dtype=np.intp)  # no episodic record can be old enough yet
+        # no episodic record can be old enough yet
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)
     hi = am.hi
     episodic = am.alive[:hi] & (am.layer[:hi] == _EPISODIC)
-    anchors = am.anchor[:hi][episodic]
+    anchor = am.anchor[:hi]
+    anchors = anchor[episodic]
     am.set_bounds(min_episodic_anchor=int(anchors.min()) if anchors.shape[0] else NO_DEADLINE)
     keep = config.summarization_keep_recent
     if keep > 0:
         ep_keys = am.key[:hi][episodic]
         if ep_keys.shape[0] <= keep:
-            return np.zeros(0, dtype=np.intp)
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)
         # the keep-th largest key: every key >= it is among the K most recent
         kth = np.partition(ep_keys, ep_keys.shape[0] - keep)[ep_keys.shape[0] - keep]
         episodic &= am.key[:hi] < kth
     q_limit = quantize(config.summarization_max_importance, config.score_quantum)
-    q = np.rint(importance_decayed(am.importance[:hi], am.anchor[:hi], now,
+    q = np.rint(importance_decayed(am.importance[:hi], anchor, now,
                                    config.decay_half_life_ms) * config.score_quantum)
     mask = (
         episodic
         & ~am.flagged[:hi]
-        & (am.anchor[:hi] <= now - config.episodic_window)
+        & (anchor <= now - config.episodic_window)
         & (q <= q_limit)
     )
-    return np.flatnonzero(mask)
+    slots = np.flatnonzero(mask)
+    return slots, q[slots].astype(np.int64)
 
 
 class CandidateHeap:
@@ -118,10 +131,7 @@ class CandidateHeap:
         Returns:
             The heap.
         """
-        slots = eligible_slots(am, now, config)
-        q = np.rint(importance_decayed(am.importance[slots], am.anchor[slots], now,
-                                       config.decay_half_life_ms) * config.score_quantum
-                    ).astype(np.int64)
+        slots, q = _eligible(am, now, config)
         if limit is not None and 0 < limit < slots.shape[0]:
             cut = np.partition(q, limit - 1)[limit - 1]
             keep = q <= cut

@@ -140,3 +140,28 @@ def test_preselection_with_limit_is_exact_even_with_ties(build: Any, seed: int) 
     limited = CandidateHeap.from_agent(am, NOW, engine.config, limit=25)
     limited._check()
     assert full[:25] == limited.pop_keys(25)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_heap_keys_are_the_decay_of_the_eligible_slots_alone(build: Any, seed: int) -> None:
+    """The heap's decayed importances come from one decay over every slot; each one is the
+    float a decay of the eligible slots alone gives (elementwise), so the selection is the
+    same whichever slots are computed together."""
+    from f09_memory.decay.decay import importance_decayed
+
+    rng = random.Random(seed)
+    items = [{"content": f"event {i} {rng.random():.6f}", "importance": rng.random(),
+              "now": rng.randrange(0, 60_000), "layer": rng.choice(["episodic", "semantic"]),
+              "flagged": rng.random() < 0.1} for i in range(rng.randrange(30, 300))]
+    engine, am = build(items, summarization_batch_size=1_000, summarization_keep_recent=4,
+                       summarization_max_importance=0.7)
+    cfg = engine.config
+    now = 70_000 + rng.randrange(0, 10**6)
+    slots = eligible_slots(am, now, cfg)
+    alone = np.rint(importance_decayed(am.importance[slots], am.anchor[slots], now,
+                                       cfg.decay_half_life_ms) * cfg.score_quantum)
+    heap = CandidateHeap.from_agent(am, now, cfg)
+    heap._check()
+    expected = sorted(zip(alone.astype(np.int64).tolist(), am.anchor[slots].tolist(),
+                          am.key[slots].tolist(), strict=True))
+    assert [heap.pop() for _ in range(len(heap))] == expected and len(expected) > 0
