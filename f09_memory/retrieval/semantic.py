@@ -301,7 +301,11 @@ class SemanticMemory:
 
     def attach_many(self, am: AgentMemory, slots: Sequence[int], keys: Sequence[int],
                     vectors: NDArray[np.float32]) -> None:
-        """:meth:`attach` for several records of one agent (``vectors`` row by row)."""
+        """:meth:`attach` for several records of one agent, ``vectors`` in slot order.
+
+        Through ``AgentMemory.attach_rows``: a run of fresh slots (a ``range``) takes the
+        rows in one block copy, a few other slots row by row.
+        """
         if not slots:
             return
         am.attach_rows(slots, vectors, range(len(slots)))
