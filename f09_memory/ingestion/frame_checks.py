@@ -141,6 +141,10 @@ def _frame_tags(values: list[Any], limits: ItemLimits) -> list[tuple[str, ...]] 
             for tags in values]
 
 
+def _as_tuple(column: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if column is None else tuple(column)
+
+
 class PendingColumns(Sequence[PendingRecord]):
     """One agent's plain validated items as columns: no object per item.
 
@@ -265,22 +269,32 @@ class PlainFrame(NamedTuple):
     def groups(self) -> dict[str, PendingColumns]:
         """Each agent's items as columns, in input order (agents in first-appearance order).
 
-        For a frame of plain items only (``rows is None``).
+        For a frame of plain items only (``rows is None``). A frame whose agents' items
+        come one agent after another (a host stepping its agents in turn) is cut at the
+        changes of agent, with no sort.
         """
         ids = self.agent_ids
-        order = sorted(range(len(ids)), key=ids.__getitem__)  # stable: input order kept
-        ranked = list(map(ids.__getitem__, order))
+        agents = dict.fromkeys(ids)
+        n = len(ids)
+        runs = [0, *itertools.compress(range(1, n), map(operator.ne, ids, ids[1:]))]
+        if len(runs) == len(agents):  # each agent's items are one run
+            cut: Callable[[list[Any] | None], tuple[Any, ...] | None] = _as_tuple
+            spans: Iterator[tuple[int, int]] = zip(runs, [*runs[1:], n], strict=True)
+        else:
+            order = sorted(range(n), key=ids.__getitem__)  # stable: input order kept
+            ranked = list(map(ids.__getitem__, order))
 
-        def permuted(column: list[Any] | None) -> tuple[Any, ...] | None:
-            return None if column is None else tuple(map(column.__getitem__, order))
+            def cut(column: list[Any] | None) -> tuple[Any, ...] | None:
+                return None if column is None else tuple(map(column.__getitem__, order))
 
-        content, importance, layer, tags, flagged, metadata = map(permuted, (
+            spans = ((start, bisect.bisect_right(ranked, agent_id, start)) for agent_id, start
+                     in zip(agents, map(bisect.bisect_left, itertools.repeat(ranked), agents),
+                            strict=True))
+        content, importance, layer, tags, flagged, metadata = map(cut, (
             self.content, self.importance, self.layer, self.tags, self.flagged, self.metadata))
         assert content is not None and importance is not None
         groups: dict[str, PendingColumns] = {}
-        for agent_id in dict.fromkeys(ids):
-            start = bisect.bisect_left(ranked, agent_id)
-            stop = bisect.bisect_right(ranked, agent_id, start)
+        for agent_id, (start, stop) in zip(agents, spans, strict=True):
             groups[agent_id] = PendingColumns(
                 content[start:stop], importance[start:stop],
                 None if layer is None else layer[start:stop],

@@ -290,3 +290,24 @@ def test_private_attributes_in_a_frame_are_redacted_and_counted_per_item() -> No
     assert all("bob@example.com" not in line for line in seen)
     assert [True, True, True, False] == [r.redacted for r in sorted(
         records, key=lambda r: (len(r.metadata.attributes), r.id), reverse=True)]
+
+
+@pytest.mark.parametrize("order", ["runs", "interleaved", "an agent comes back"])
+def test_a_frame_groups_alike_whether_its_agents_come_in_runs_or_not(order: str) -> None:
+    """A frame whose agents' items come one agent after another is cut at the changes of
+    agent (no sort); any other order is sorted. Both give each agent's items in input
+    order, agents in first-appearance order, as item by item."""
+    agents = {"runs": ["c", "c", "a", "b", "b", "b"],
+              "interleaved": ["c", "a", "c", "b", "a", "b"],
+              "an agent comes back": ["c", "c", "a", "a", "b", "c"]}[order]
+    items = [{"agent_id": a, "content": f"seen {i}", "importance": 0.1 * i,
+              "tags": [f"t{i % 2}"], "flagged": i == 3} for i, a in enumerate(agents)]
+    fast = _listed(group_frame(items, DEFAULT_LIMITS))
+    assert all(isinstance(run, PendingColumns)
+               for run in group_frame(items, DEFAULT_LIMITS)[0].values())
+    assert fast == group_frame(iter(items), DEFAULT_LIMITS)  # checked item by item
+    groups, owners = fast
+    assert owners == agents and list(groups) == list(dict.fromkeys(agents))
+    for agent_id, run in groups.items():
+        assert [item.content for item in run] == [
+            f"seen {i}" for i, a in enumerate(agents) if a == agent_id]
