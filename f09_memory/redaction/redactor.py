@@ -163,10 +163,14 @@ class Redactor:
             return text, ()
         red, hits, made = self._result(text, self._compiled)
         if made:
-            counts = self.counts
-            for label, n in made:
-                counts[label] += n
+            self._count(made)
         return red, hits
+
+    def _count(self, made: tuple[tuple[str, int], ...]) -> None:
+        """Add one text's replacements (``(label, n)`` pairs) to the diagnostics counts."""
+        counts = self.counts
+        for label, n in made:
+            counts[label] += n
 
     def _result(self, text: str, patterns: Sequence[CompiledPattern]) -> _Redacted:
         """:meth:`_apply` of ``text``, remembered: a text told many times is redacted once.
@@ -263,10 +267,8 @@ class Redactor:
         redacted = list(map(_TEXT, done_all))
         hits_all = list(map(_HITS, done_all))
         if count:
-            counts = self.counts
             for made in filter(None, map(_MADE, done_all)):
-                for label, n in made:
-                    counts[label] += n
+                self._count(made)
         return redacted, hits_all if any(hits_all) else None
 
     def _resolve(self, texts: Sequence[str], known: list[_Redacted | None]) -> None:
@@ -324,15 +326,14 @@ class Redactor:
         if not active:
             return list(texts)
         apply = self._apply
-        counts = self.counts
         out: list[str] = []
         for text in texts:
             if not text:
                 out.append(text)
                 continue
             red, _, made = apply(text, active)
-            for label, n in made:
-                counts[label] += n
+            if made:
+                self._count(made)
             out.append(red)
         return out
 
